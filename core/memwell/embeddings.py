@@ -1,0 +1,74 @@
+"""The embedding-provider contract and small helpers every provider shares."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+Matrix = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """What a provider plugin's ``create`` returns.
+
+    ``dims`` may be ``None`` until the first response; the core learns it from the vectors.
+    Vectors may be any float sequences; the core converts them to L2-normalised float32.
+    """
+
+    id: str
+    model: str
+    dims: int | None
+    max_input_tokens: int | None
+
+    def embed_query(self, text: str) -> Sequence[float] | Vector:
+        """Embed one search query (providers with input types use the query type)."""
+        ...
+
+    def embed_batch(self, texts: Sequence[str]) -> Sequence[Sequence[float]] | Matrix:
+        """Embed documents, one vector per text, in order."""
+        ...
+
+
+def cache_key_data(provider: EmbeddingProvider) -> dict[str, Any]:
+    """Data identifying the vector space of ``provider`` (base URL, model, headers...).
+
+    Providers may define ``cache_key_data()``; otherwise ``{provider, model}`` is used.
+    """
+    method = getattr(provider, "cache_key_data", None)
+    if callable(method):
+        data = method()
+        if isinstance(data, dict):
+            return data
+    return {"provider": provider.id, "model": provider.model}
+
+
+def provider_key(provider: EmbeddingProvider | None) -> str:
+    """A stable hash of the provider's vector space; changes force a re-embed."""
+    data = {"provider": "none", "model": "fts-only"} if provider is None else cache_key_data(provider)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def to_unit_matrix(vectors: Sequence[Sequence[float]] | Matrix) -> Matrix:
+    """Convert vectors to a float32 matrix with L2-normalised rows; non-finite values become 0."""
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    arr = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (arr / norms).astype(np.float32, copy=False)
+
+
+def strip_model_prefix(model: str, prefixes: Sequence[str]) -> str:
+    """Remove a provider prefix such as ``openai/`` from a model name."""
+    for prefix in prefixes:
+        if model.startswith(prefix):
+            return model[len(prefix) :]
+    return model

@@ -1,0 +1,63 @@
+"""Exception hierarchy. Every error memwell raises on purpose derives from :class:`MemwellError`."""
+
+from __future__ import annotations
+
+
+class MemwellError(Exception):
+    """Base class for memwell errors; its message is meant for the user."""
+
+
+class ConfigError(MemwellError):
+    """A configuration value is unknown, ill-typed or inconsistent.
+
+    The message names the offending key and the file (or environment variable) it came from.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None):
+        super().__init__(message)
+        self.key = key
+        self.source = source
+
+
+class PluginError(MemwellError):
+    """A plugin could not be loaded, collides with another plugin, or raised inside a call."""
+
+    def __init__(self, message: str, *, plugin: str | None = None):
+        super().__init__(message)
+        self.plugin = plugin
+
+
+class ProviderError(MemwellError):
+    """An embedding provider failed.
+
+    ``retryable`` is true for rate limits, HTTP 429, 5xx and timeouts; the core retry loop
+    retries only those.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        retryable: bool = False,
+        status_code: int | None = None,
+    ):
+        super().__init__(message)
+        self.provider = provider
+        self.retryable = retryable
+        self.status_code = status_code
+
+
+class ProviderUnavailableError(ProviderError):
+    """A provider cannot be created here (no API key, model not installed).
+
+    ``auto`` selection skips providers that raise this and tries the next one.
+    """
+
+
+class BackendUnavailableError(MemwellError):
+    """A search backend cannot serve requests (missing binary, broken index, closed)."""
+
+
+class PathNotAllowedError(MemwellError):
+    """A ``read_file`` path is outside the allowed set (traversal, symlink, not Markdown)."""

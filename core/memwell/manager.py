@@ -1,0 +1,131 @@
+"""The backend contract: :class:`MemorySearchManager` and a base class with async wrappers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
+
+ProgressCallback = Callable[[SyncProgress], None]
+
+
+@runtime_checkable
+class MemorySearchManager(Protocol):
+    """What every search backend implements.
+
+    Results come back sorted by descending score; a blank query returns ``[]``.
+    ``read_file`` follows the core's safe-read rules and returns empty text for a missing file.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]: ...
+
+    def read_file(
+        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> ReadFileResult: ...
+
+    def status(self) -> MemoryStatus: ...
+
+    def sync(
+        self, *, reason: str = "manual", force: bool = False, progress: ProgressCallback | None = None
+    ) -> None: ...
+
+    def probe_embedding(self) -> ProbeResult: ...
+
+    def probe_vector(self) -> ProbeResult: ...
+
+    def close(self) -> None: ...
+
+
+class BaseMemoryManager:
+    """Optional base class: async wrappers (run in a worker thread) and context management.
+
+    Subclasses implement the synchronous methods of :class:`MemorySearchManager`.
+    """
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]:
+        raise NotImplementedError
+
+    def read_file(
+        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> ReadFileResult:
+        raise NotImplementedError
+
+    def status(self) -> MemoryStatus:
+        raise NotImplementedError
+
+    def sync(
+        self, *, reason: str = "manual", force: bool = False, progress: ProgressCallback | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    def probe_embedding(self) -> ProbeResult:
+        raise NotImplementedError
+
+    def probe_vector(self) -> ProbeResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources; idempotent. The default does nothing."""
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]:
+        """Async :meth:`search`."""
+        return await asyncio.to_thread(
+            self.search,
+            query,
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )
+
+    async def aread_file(
+        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> ReadFileResult:
+        """Async :meth:`read_file`."""
+        return await asyncio.to_thread(self.read_file, rel_path, from_line=from_line, lines=lines)
+
+    async def astatus(self) -> MemoryStatus:
+        """Async :meth:`status`."""
+        return await asyncio.to_thread(self.status)
+
+    async def async_sync(
+        self, *, reason: str = "manual", force: bool = False, progress: ProgressCallback | None = None
+    ) -> None:
+        """Async :meth:`sync`."""
+        await asyncio.to_thread(self.sync, reason=reason, force=force, progress=progress)
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> BaseMemoryManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Pure retrieval building blocks shared by every backend (chunking, keywords, fusion, ...)."""

@@ -1,0 +1,1 @@
+"""Where memory comes from: Markdown discovery, safe reads, session transcripts, redaction."""
