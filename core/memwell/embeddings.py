@@ -51,7 +51,9 @@ def cache_key_data(provider: EmbeddingProvider) -> dict[str, Any]:
 
 def provider_key(provider: EmbeddingProvider | None) -> str:
     """A stable hash of the provider's vector space; changes force a re-embed."""
-    data = {"provider": "none", "model": "fts-only"} if provider is None else cache_key_data(provider)
+    data = (
+        {"provider": "none", "model": "fts-only"} if provider is None else cache_key_data(provider)
+    )
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -63,7 +65,8 @@ def to_unit_matrix(vectors: Sequence[Sequence[float]] | Matrix) -> Matrix:
     arr = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (arr / norms).astype(np.float32, copy=False)
+    unit: Matrix = (arr / norms).astype(np.float32, copy=False)
+    return unit
 
 
 def strip_model_prefix(model: str, prefixes: Sequence[str]) -> str:

@@ -36,7 +36,11 @@ class MemorySearchManager(Protocol):
     def status(self) -> MemoryStatus: ...
 
     def sync(
-        self, *, reason: str = "manual", force: bool = False, progress: ProgressCallback | None = None
+        self,
+        *,
+        reason: str = "manual",
+        force: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> None: ...
 
     def probe_embedding(self) -> ProbeResult: ...
@@ -72,7 +76,11 @@ class BaseMemoryManager:
         raise NotImplementedError
 
     def sync(
-        self, *, reason: str = "manual", force: bool = False, progress: ProgressCallback | None = None
+        self,
+        *,
+        reason: str = "manual",
+        force: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -115,7 +123,11 @@ class BaseMemoryManager:
         return await asyncio.to_thread(self.status)
 
     async def async_sync(
-        self, *, reason: str = "manual", force: bool = False, progress: ProgressCallback | None = None
+        self,
+        *,
+        reason: str = "manual",
+        force: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> None:
         """Async :meth:`sync`."""
         await asyncio.to_thread(self.sync, reason=reason, force=force, progress=progress)

@@ -1,0 +1,319 @@
+"""Configuration: pydantic models with the reference defaults, and the layered loader.
+
+Layers, lowest precedence first: built-in defaults, the user config
+(``$XDG_CONFIG_HOME/memwell/config.toml``), the workspace's ``memwell.toml`` (or the file given
+with ``--config``), ``MEMWELL_*`` environment variables (``__`` separates nested keys, e.g.
+``MEMWELL_QUERY__MAX_RESULTS=10``), then explicit overrides. Every layer is validated on its own
+so an error names the key and the file it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+if TYPE_CHECKING:
+    from .plugins import PluginRegistry
+
+CONFIG_FILENAME = "memwell.toml"
+Source = Literal["memory", "sessions"]
+ENV_PREFIX = "MEMWELL_"
+#: ``MEMWELL_*`` variables that are not configuration keys.
+NON_CONFIG_ENV = frozenset({"MEMWELL_LOAD_PLUGINS", "MEMWELL_WORKSPACE", "MEMWELL_CONFIG"})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ChunkingSettings(_Strict):
+    tokens: int = Field(400, ge=1)
+    overlap: int = Field(80, ge=0)
+
+    @model_validator(mode="after")
+    def _clamp_overlap(self) -> ChunkingSettings:
+        self.overlap = min(self.overlap, self.tokens - 1)
+        return self
+
+
+class MmrSettings(_Strict):
+    enabled: bool = False
+    lambda_: float = Field(0.7, alias="lambda", ge=0.0, le=1.0)
+
+
+class TemporalDecaySettings(_Strict):
+    enabled: bool = False
+    half_life_days: float = Field(30.0, gt=0)
+
+
+class HybridSettings(_Strict):
+    enabled: bool = True
+    vector_weight: float = Field(0.7, ge=0.0, le=1.0)
+    text_weight: float = Field(0.3, ge=0.0, le=1.0)
+    candidate_multiplier: int = Field(4, ge=1, le=20)
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: int = Field(60, ge=1)
+    mmr: MmrSettings = Field(default_factory=MmrSettings)
+    temporal_decay: TemporalDecaySettings = Field(default_factory=TemporalDecaySettings)
+
+
+class QuerySettings(_Strict):
+    max_results: int = Field(6, ge=1, le=1000)
+    min_score: float = Field(0.35, ge=0.0, le=1.0)
+    hybrid: HybridSettings = Field(default_factory=HybridSettings)
+
+
+class FtsSettings(_Strict):
+    tokenizer: Literal["unicode61", "trigram"] = "unicode61"
+
+
+class VectorSettings(_Strict):
+    enabled: bool = True
+    extension_path: str | None = None
+
+
+class StoreSettings(_Strict):
+    path: str | None = None
+    fts: FtsSettings = Field(default_factory=FtsSettings)
+    vector: VectorSettings = Field(default_factory=VectorSettings)
+
+
+class SessionDeltaSettings(_Strict):
+    delta_bytes: int = Field(100_000, ge=0)
+    delta_messages: int = Field(50, ge=0)
+    post_compaction_force: bool = True
+
+
+class SyncSettings(_Strict):
+    on_session_start: bool = True
+    on_search: bool = True
+    watch: bool = True
+    watch_debounce_ms: int = Field(1500, ge=0)
+    interval_minutes: float = Field(0, ge=0)
+    sessions: SessionDeltaSettings = Field(default_factory=SessionDeltaSettings)
+
+
+class CacheSettings(_Strict):
+    enabled: bool = True
+    max_entries: int | None = Field(None, ge=1)
+
+
+class BatchSettings(_Strict):
+    enabled: bool = False
+    wait: bool = True
+    concurrency: int = Field(2, ge=1)
+    poll_interval_ms: int = Field(2000, ge=1)
+    timeout_minutes: float = Field(60, gt=0)
+
+
+class RemoteSettings(_Strict):
+    base_url: str | None = None
+    api_key: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(120, gt=0)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+
+
+class MemwellSettings(_Strict):
+    """All of memwell's settings. Defaults follow the reference (spec section 2)."""
+
+    enabled: bool = True
+    backend: str = "builtin"
+    provider: str = "auto"
+    model: str = ""
+    fallback: str = "none"
+    sources: list[Source] = Field(default_factory=lambda: list[Source](["memory"]))
+    extra_paths: list[str] = Field(default_factory=list)
+    sessions_dir: str = "sessions"
+    citations: Literal["auto", "on", "off"] = "auto"
+    index_dir: str = ".memwell"
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    query: QuerySettings = Field(default_factory=QuerySettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    sync: SyncSettings = Field(default_factory=SyncSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _normalise(self) -> MemwellSettings:
+        if not self.sources:
+            self.sources = ["memory"]
+        self.sources = sorted(set(self.sources))
+        self.extra_paths = list(dict.fromkeys(p.strip() for p in self.extra_paths if p.strip()))
+        return self
+
+    @property
+    def keyword_only(self) -> bool:
+        """``provider = "none"`` forces keyword-only mode."""
+        return self.provider == "none"
+
+    def fingerprint(self) -> str:
+        """A stable string identifying these settings (used as a cache key)."""
+        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True)
+
+
+def user_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/memwell/config.toml`` (``~/.config`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "memwell" / "config.toml"
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _raise_validation(exc: ValidationError, source: str, prefix: str = "") -> None:
+    err = exc.errors()[0]
+    key = prefix + _format_loc(err["loc"])
+    if err["type"] == "extra_forbidden":
+        message = f"unknown config key {key!r} in {source}"
+    else:
+        message = f"invalid value for config key {key!r} in {source}: {err['msg']}"
+    more = len(exc.errors()) - 1
+    if more:
+        message += f" (and {more} more error{'s' if more > 1 else ''})"
+    raise ConfigError(message, key=key, source=source) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data: dict[str, Any] = tomllib.load(fh)
+            return data
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", source=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}", source=str(path)) from None
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def env_layer(environ: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
+    """One layer per ``MEMWELL_*`` variable, so an error names the variable."""
+    layers: list[tuple[dict[str, Any], str]] = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in NON_CONFIG_ENV:
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        value: Any = _parse_env_value(environ[name])
+        for part in reversed(parts):
+            value = {part: value}
+        layers.append((value, f"environment variable {name}"))
+    return layers
+
+
+def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``top`` into a copy of ``base``; nested tables merge, other values replace."""
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _check_plugin_sections(
+    layer: Mapping[str, Any], source: str, registry: PluginRegistry | None
+) -> None:
+    if registry is None:
+        return
+    for table, known in (("backends", registry.backends), ("providers", registry.providers)):
+        sections = layer.get(table) or {}
+        for name, section in sections.items():
+            spec = known.get(name)
+            if spec is None:
+                installed = ", ".join(known) or "none"
+                raise ConfigError(
+                    f"unknown config key '{table}.{name}' in {source}: no such plugin "
+                    f"(installed: {installed})",
+                    key=f"{table}.{name}",
+                    source=source,
+                )
+            if spec.config_model is not None:
+                try:
+                    spec.config_model.model_validate(section)
+                except ValidationError as exc:
+                    _raise_validation(exc, source, prefix=f"{table}.{name}.")
+
+
+def load_settings(
+    workspace: Path | None = None,
+    *,
+    config_file: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    user_config: Path | None = None,
+    registry: PluginRegistry | None = None,
+) -> MemwellSettings:
+    """Load and validate the layered configuration.
+
+    :param workspace: where ``memwell.toml`` is looked for.
+    :param config_file: use this file instead of the workspace's ``memwell.toml``; it must exist.
+    :param overrides: explicit values (CLI flags, API arguments), highest precedence.
+    :param environ: the environment to read ``MEMWELL_*`` from (default ``os.environ``).
+    :param user_config: the user config path (default :func:`user_config_path`).
+    :param registry: when given, plugin sections are validated by each plugin's model.
+    :raises ConfigError: naming the key and the file of the first problem.
+    """
+    layers: list[tuple[dict[str, Any], str]] = []
+    user = user_config or user_config_path()
+    if user.is_file():
+        layers.append((_read_toml(user), str(user)))
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError(f"config file {config_file} does not exist", source=str(config_file))
+        layers.append((_read_toml(config_file), str(config_file)))
+    elif workspace is not None and (workspace / CONFIG_FILENAME).is_file():
+        path = workspace / CONFIG_FILENAME
+        layers.append((_read_toml(path), str(path)))
+    layers.extend(env_layer(os.environ if environ is None else environ))
+    if overrides:
+        layers.append((dict(overrides), "explicit settings"))
+
+    merged: dict[str, Any] = {}
+    for data, source in layers:
+        try:
+            MemwellSettings.model_validate(data)
+        except ValidationError as exc:
+            _raise_validation(exc, source)
+        _check_plugin_sections(data, source, registry)
+        merged = deep_merge(merged, data)
+    try:
+        return MemwellSettings.model_validate(merged)
+    except ValidationError as exc:  # pragma: no cover - each layer was valid on its own
+        _raise_validation(exc, "the merged configuration")
+        raise
+
+
+def plugin_config(
+    spec_model: type[BaseModel] | None, section: Mapping[str, Any] | None, where: str
+) -> BaseModel | None:
+    """Validate a plugin's merged section with its own model (``None`` if it has none)."""
+    if spec_model is None:
+        return None
+    try:
+        return spec_model.model_validate(dict(section or {}))
+    except ValidationError as exc:
+        _raise_validation(exc, "the merged configuration", prefix=f"{where}.")
+        raise

@@ -1,0 +1,85 @@
+"""Descriptors that plugins return from the registration hooks, and the contexts they receive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from .config import MemwellSettings
+    from .embedding_runtime import EmbeddingRuntime
+    from .embeddings import EmbeddingProvider
+    from .manager import MemorySearchManager
+    from .plugins import PluginRegistry
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """Everything a backend needs to build a manager.
+
+    ``plugin_config`` is the backend's own ``[backend.<name>]`` section validated by its
+    ``config_model`` (``None`` when it has none). ``embeddings`` selects the provider lazily.
+    ``purpose="status"`` asks for a manager without watchers or timers.
+    """
+
+    workspace: Path
+    settings: MemwellSettings
+    embeddings: EmbeddingRuntime
+    registry: PluginRegistry
+    plugin_config: BaseModel | None = None
+    purpose: Literal["default", "status"] = "default"
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """Everything a provider needs: the resolved model name and its configuration."""
+
+    workspace: Path
+    settings: MemwellSettings
+    model: str
+    plugin_config: BaseModel | None = None
+
+
+@dataclass(frozen=True)
+class SearchBackend:
+    """A search backend offered by a plugin.
+
+    :param name: the value of ``backend = "..."`` that selects it.
+    :param create: builds a :class:`~memwell.MemorySearchManager` from a
+        :class:`BackendContext`; imports heavy dependencies lazily.
+    :param config_model: pydantic model for the ``[backend.<name>]`` section.
+    :param capabilities: e.g. ``{"hybrid", "vector", "keyword", "mmr", "decay", "sessions"}``.
+    """
+
+    name: str
+    create: Callable[[BackendContext], MemorySearchManager]
+    description: str = ""
+    config_model: type[BaseModel] | None = None
+    capabilities: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class EmbeddingProviderSpec:
+    """An embedding provider offered by a plugin.
+
+    :param id: the value of ``provider = "..."`` that selects it.
+    :param create: builds the provider; raises
+        :class:`~memwell.errors.ProviderUnavailableError` when it cannot run here (missing key
+        or model), which lets ``auto`` selection move on.
+    :param transport: ``"local"`` or ``"remote"``.
+    :param auto_priority: order in ``auto`` selection (lower first); ``None`` = never auto.
+    :param key_env: environment variables that can hold its API key (for ``doctor``).
+    """
+
+    id: str
+    create: Callable[[ProviderContext], EmbeddingProvider]
+    default_model: str
+    transport: Literal["local", "remote"]
+    auto_priority: int | None = None
+    config_model: type[BaseModel] | None = None
+    key_env: tuple[str, ...] = ()
+    description: str = ""

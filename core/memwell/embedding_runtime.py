@@ -1,0 +1,252 @@
+"""Provider selection, fallback, retries and normalisation, applied once for every provider.
+
+Backends never talk to a provider directly: they use :class:`EmbeddingRuntime`, which picks
+the provider lazily (``auto`` order, explicit choice, ``fallback``), retries transient failures,
+returns L2-normalised float32 vectors and checks their dimensions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from .config import MemwellSettings, plugin_config
+from .descriptors import EmbeddingProviderSpec, ProviderContext
+from .embeddings import EmbeddingProvider, Matrix, Vector, provider_key, to_unit_matrix
+from .errors import ConfigError, ProviderError, ProviderUnavailableError
+from .models import FallbackStatus
+from .plugins import PluginRegistry
+from .retrieval.limits import batch_by_bytes, max_input_tokens
+from .retry import RetryPolicy
+
+#: Request budget per embedding call for remote providers (spec 3.5), and texts per local call.
+REMOTE_BATCH_BYTES = 8000
+LOCAL_BATCH_TEXTS = 64
+
+
+@dataclass
+class Selection:
+    """The outcome of provider selection."""
+
+    provider: EmbeddingProvider | None
+    spec: EmbeddingProviderSpec | None
+    requested: str
+    unavailable_reason: str | None = None
+    fallback: FallbackStatus | None = None
+
+
+def _create(
+    spec: EmbeddingProviderSpec, settings: MemwellSettings, workspace: Path, model: str
+) -> EmbeddingProvider:
+    cfg = plugin_config(spec.config_model, settings.providers.get(spec.id), f"providers.{spec.id}")
+    ctx = ProviderContext(
+        workspace=workspace, settings=settings, model=model or spec.default_model, plugin_config=cfg
+    )
+    return spec.create(ctx)
+
+
+def _lookup(registry: PluginRegistry, name: str, key: str) -> EmbeddingProviderSpec:
+    spec = registry.providers.get(name)
+    if spec is None:
+        installed = ", ".join(registry.providers) or "none"
+        raise ConfigError(
+            f"unknown embedding provider {name!r} in config key {key!r} (installed: {installed})",
+            key=key,
+        )
+    return spec
+
+
+def select_provider(
+    settings: MemwellSettings, registry: PluginRegistry, workspace: Path
+) -> Selection:
+    """Choose the embedding provider per settings.
+
+    ``none`` gives keyword-only mode. ``auto`` tries providers with an ``auto_priority`` in
+    ascending order, skipping those that raise :class:`ProviderUnavailableError`, and falls
+    back to keyword-only mode. An explicit provider fails closed unless ``fallback`` is set.
+    """
+    requested = settings.provider
+    if requested == "none":
+        return Selection(None, None, requested, "provider = 'none' (keyword-only mode)")
+    if requested == "auto":
+        reasons: list[str] = []
+        candidates = sorted(
+            (s for s in registry.providers.values() if s.auto_priority is not None),
+            key=lambda s: (s.auto_priority, s.id),
+        )
+        for spec in candidates:
+            try:
+                return Selection(
+                    _create(spec, settings, workspace, settings.model), spec, requested
+                )
+            except ProviderUnavailableError as exc:
+                reasons.append(f"{spec.id}: {exc}")
+        reason = "\n".join(reasons) or "No embedding provider available."
+        return Selection(None, None, requested, reason)
+    spec = _lookup(registry, requested, "provider")
+    try:
+        return Selection(_create(spec, settings, workspace, settings.model), spec, requested)
+    except ProviderError as exc:
+        if settings.fallback in ("none", requested):
+            raise
+        fb_spec = _lookup(registry, settings.fallback, "fallback")
+        try:
+            provider = _create(fb_spec, settings, workspace, "")
+        except ProviderError as fb_exc:
+            raise ProviderError(
+                f"{exc}\n\nFallback to {fb_spec.id} failed: {fb_exc}", provider=requested
+            ) from fb_exc
+        status = FallbackStatus(from_=requested, to=fb_spec.id, reason=str(exc))
+        return Selection(provider, fb_spec, requested, fallback=status)
+
+
+class EmbeddingRuntime:
+    """Lazy, retrying, normalising access to the selected provider.
+
+    Selection happens on first use; a failed selection is sticky (re-raised on every call)
+    until :meth:`reset`. :meth:`activate_fallback` switches to the configured fallback at
+    most once per runtime; the backend must then re-embed everything.
+    """
+
+    def __init__(
+        self,
+        settings: MemwellSettings,
+        registry: PluginRegistry,
+        workspace: Path,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.workspace = workspace
+        self.retry = retry or RetryPolicy()
+        self._lock = threading.Lock()
+        self._selection: Selection | None = None
+        self._error: Exception | None = None
+        self._fallback_used = False
+        self._dims: int | None = None
+
+    def selection(self) -> Selection:
+        """Select the provider on first call; re-raise a failed selection."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            if self._selection is None:
+                try:
+                    self._selection = select_provider(self.settings, self.registry, self.workspace)
+                except Exception as exc:
+                    self._error = exc
+                    raise
+            return self._selection
+
+    @property
+    def provider(self) -> EmbeddingProvider | None:
+        """The active provider, or ``None`` in keyword-only mode."""
+        return self.selection().provider
+
+    @property
+    def initialized(self) -> bool:
+        return self._selection is not None or self._error is not None
+
+    @property
+    def error(self) -> Exception | None:
+        """The sticky selection error, if selection failed."""
+        return self._error
+
+    @property
+    def dims(self) -> int | None:
+        provider = self.provider
+        return self._dims or (provider.dims if provider is not None else None)
+
+    def provider_key(self) -> str:
+        return provider_key(self.provider)
+
+    def max_input_tokens(self) -> int:
+        provider = self.provider
+        if provider is None:
+            return max_input_tokens("none", "")
+        return max_input_tokens(provider.id, provider.model, provider.max_input_tokens)
+
+    def _check_dims(self, matrix: Matrix, provider: EmbeddingProvider) -> None:
+        dims = int(matrix.shape[1])
+        expected = self._dims or provider.dims
+        if dims == 0:
+            raise ProviderError(
+                f"provider {provider.id!r} returned empty vectors", provider=provider.id
+            )
+        if expected is not None and dims != expected:
+            raise ProviderError(
+                f"{provider.id!r} returned {dims}-dimensional vectors, expected {expected}",
+                provider=provider.id,
+            )
+        self._dims = dims
+
+    def _require(self) -> EmbeddingProvider:
+        provider = self.provider
+        if provider is None:
+            raise ProviderUnavailableError("no embedding provider (keyword-only mode)")
+        return provider
+
+    def embed_query(self, text: str) -> Vector:
+        """Embed a query; returns a unit float32 vector."""
+        provider = self._require()
+        raw = self.retry.call(partial(provider.embed_query, text), provider=provider.id)
+        matrix = to_unit_matrix(np.asarray(raw, dtype=np.float32).reshape(1, -1))
+        self._check_dims(matrix, provider)
+        row: Vector = matrix[0]
+        return row
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed documents in request-sized batches; one unit float32 row per text."""
+        provider = self._require()
+        if not texts:
+            return np.zeros((0, self.dims or 0), dtype=np.float32)
+        spec = self.selection().spec
+        if spec is not None and spec.transport == "local":
+            groups = [
+                list(range(i, min(i + LOCAL_BATCH_TEXTS, len(texts))))
+                for i in range(0, len(texts), LOCAL_BATCH_TEXTS)
+            ]
+        else:
+            groups = batch_by_bytes(texts, REMOTE_BATCH_BYTES)
+        parts: list[Matrix] = []
+        for group in groups:
+            batch = [texts[i] for i in group]
+            raw = self.retry.call(partial(provider.embed_batch, batch), provider=provider.id)
+            matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
+            if matrix.shape[0] != len(batch):
+                raise ProviderError(
+                    f"provider {provider.id!r} returned {matrix.shape[0]} vectors "
+                    f"for {len(batch)} inputs",
+                    provider=provider.id,
+                )
+            self._check_dims(matrix, provider)
+            parts.append(matrix)
+        return np.vstack(parts)
+
+    def activate_fallback(self, reason: str) -> bool:
+        """Switch to the configured fallback provider (once); True if a switch happened."""
+        current = self.selection()
+        fallback = self.settings.fallback
+        if self._fallback_used or fallback == "none" or current.provider is None:
+            return False
+        if current.spec is not None and fallback == current.spec.id:
+            return False
+        spec = _lookup(self.registry, fallback, "fallback")
+        provider = _create(spec, self.settings, self.workspace, "")
+        with self._lock:
+            from_id = current.spec.id if current.spec else current.requested
+            self._selection = Selection(
+                provider,
+                spec,
+                current.requested,
+                fallback=FallbackStatus(from_=from_id, to=spec.id, reason=reason),
+            )
+            self._fallback_used = True
+            self._dims = None
+        return True

@@ -1,0 +1,151 @@
+""":func:`open_memory`: settings -> backend + provider -> a cached manager."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from .config import MemwellSettings, load_settings, plugin_config
+from .descriptors import BackendContext
+from .embedding_runtime import EmbeddingRuntime
+from .errors import ConfigError
+from .fallback import FallbackMemoryManager
+from .manager import MemorySearchManager
+from .plugins import PluginRegistry, get_registry
+
+log = logging.getLogger(__name__)
+
+BUILTIN_BACKEND = "builtin"
+
+_cache: dict[tuple[str, str, int], MemorySearchManager] = {}
+_cache_lock = threading.Lock()
+
+
+def resolve_workspace(workspace: str | os.PathLike[str] | None) -> Path:
+    """The workspace directory: the argument, else ``MEMWELL_WORKSPACE``, else the cwd."""
+    raw = workspace if workspace is not None else os.environ.get("MEMWELL_WORKSPACE") or "."
+    path = Path(raw).expanduser().resolve()
+    if not path.is_dir():
+        raise ConfigError(f"workspace {path} is not a directory")
+    return path
+
+
+def _build(
+    name: str,
+    settings: MemwellSettings,
+    registry: PluginRegistry,
+    workspace: Path,
+    purpose: Literal["default", "status"],
+) -> MemorySearchManager:
+    spec = registry.backends.get(name)
+    if spec is None:
+        installed = ", ".join(registry.backends) or "none"
+        raise ConfigError(
+            f"unknown backend {name!r} in config key 'backend' (installed: {installed})",
+            key="backend",
+        )
+    cfg = plugin_config(spec.config_model, settings.backends.get(name), f"backends.{name}")
+    ctx = BackendContext(
+        workspace=workspace,
+        settings=settings,
+        embeddings=EmbeddingRuntime(settings, registry, workspace),
+        registry=registry,
+        plugin_config=cfg,
+        purpose=purpose,
+    )
+    return spec.create(ctx)
+
+
+def open_memory(
+    workspace: str | os.PathLike[str] | None = None,
+    *,
+    settings: MemwellSettings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    registry: PluginRegistry | None = None,
+    purpose: Literal["default", "status"] = "default",
+) -> MemorySearchManager:
+    """Open the memory of ``workspace`` with the configured backend and provider.
+
+    Settings come from ``settings`` if given, else from the layered config (see
+    :func:`memwell.config.load_settings`) with ``overrides`` on top. A non-builtin backend is
+    wrapped in :class:`FallbackMemoryManager` with the builtin backend as fallback. Managers
+    are cached per (workspace, settings); ``purpose="status"`` is never cached.
+
+    Example::
+
+        from memwell import open_memory
+        memory = open_memory("~/agent", overrides={"provider": "none"})
+        for hit in memory.search("deploy checklist"):
+            print(hit.path, hit.start_line, hit.score)
+    """
+    ws = resolve_workspace(workspace)
+    reg = registry or get_registry()
+    if settings is None:
+        settings = load_settings(
+            ws,
+            config_file=Path(config_file) if config_file is not None else None,
+            overrides=overrides,
+            registry=reg,
+        )
+    if purpose == "status":
+        return _open(ws, settings, reg, purpose)
+    key = (str(ws), settings.fingerprint(), id(reg))
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None and not getattr(cached, "closed", False):
+            return cached
+        manager = _open(ws, settings, reg, purpose, cache_key=key)
+        _cache[key] = manager
+        return manager
+
+
+def _open(
+    ws: Path,
+    settings: MemwellSettings,
+    reg: PluginRegistry,
+    purpose: Literal["default", "status"],
+    cache_key: tuple[str, str, int] | None = None,
+) -> MemorySearchManager:
+    if settings.backend == BUILTIN_BACKEND:
+        return _build(BUILTIN_BACKEND, settings, reg, ws, purpose)
+    primary: MemorySearchManager | None = None
+    error: BaseException | None = None
+    try:
+        primary = _build(settings.backend, settings, reg, ws, purpose)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        log.warning("backend %r unavailable (%s); using builtin", settings.backend, exc)
+        error = exc
+
+    def evict(wrapper: FallbackMemoryManager) -> None:
+        if cache_key is None:
+            return
+        with _cache_lock:
+            if _cache.get(cache_key) is wrapper:
+                del _cache[cache_key]
+
+    return FallbackMemoryManager(
+        primary,
+        lambda: _build(BUILTIN_BACKEND, settings, reg, ws, purpose),
+        primary_name=settings.backend,
+        primary_error=error,
+        on_switch=evict,
+    )
+
+
+def close_all() -> None:
+    """Close every cached manager (for process teardown and tests)."""
+    with _cache_lock:
+        managers = list(_cache.values())
+        _cache.clear()
+    for manager in managers:
+        try:
+            manager.close()
+        except Exception as exc:
+            log.debug("close raised %s", exc)

@@ -1,0 +1,168 @@
+""":class:`FallbackMemoryManager`: serve a primary backend until it fails, then the builtin one."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import BackendUnavailableError, PathNotAllowedError
+from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
+from .models import FallbackStatus, MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
+
+log = logging.getLogger(__name__)
+
+
+class FallbackMemoryManager(BaseMemoryManager):
+    """Wrap ``primary``; on its first failure switch to a lazily built fallback for good.
+
+    The first exception from the primary (other than a refused path, which is the caller's
+    mistake) closes the primary, records the reason, calls ``on_switch`` (``open_memory`` uses
+    it to evict its cache entry, so the next ``open_memory`` tries the primary again) and
+    builds the fallback exactly once. If the fallback cannot be built, the primary's error is
+    raised. ``primary=None`` with ``primary_error`` means the primary could not even be created.
+    """
+
+    def __init__(
+        self,
+        primary: MemorySearchManager | None,
+        make_fallback: Callable[[], MemorySearchManager],
+        *,
+        primary_name: str = "primary",
+        fallback_name: str = "builtin",
+        primary_error: BaseException | None = None,
+        on_switch: Callable[[FallbackMemoryManager], None] | None = None,
+    ) -> None:
+        self._primary = primary
+        self._make_fallback = make_fallback
+        self.primary_name = primary_name
+        self.fallback_name = fallback_name
+        self._on_switch = on_switch
+        self._fallback: MemorySearchManager | None = None
+        self._lock = threading.RLock()
+        self.last_error: BaseException | None = primary_error
+        self.primary_failed = primary is None
+        self.closed = False
+
+    def _switch(self, exc: BaseException) -> None:
+        with self._lock:
+            if self.primary_failed:
+                return
+            self.primary_failed = True
+            self.last_error = exc
+            log.warning(
+                "memwell backend %r failed (%s: %s); switching to %r",
+                self.primary_name,
+                type(exc).__name__,
+                exc,
+                self.fallback_name,
+            )
+            primary, self._primary = self._primary, None
+        if primary is not None:
+            try:
+                primary.close()
+            except Exception as close_exc:
+                log.debug("closing failed primary raised %s", close_exc)
+        if self._on_switch is not None:
+            self._on_switch(self)
+
+    def _get_fallback(self) -> MemorySearchManager:
+        with self._lock:
+            if self.closed:
+                raise BackendUnavailableError("memory manager is closed")
+            if self._fallback is None:
+                try:
+                    self._fallback = self._make_fallback()
+                except Exception as exc:
+                    if self.last_error is not None:
+                        raise self.last_error from exc
+                    raise BackendUnavailableError("memory search unavailable") from exc
+            return self._fallback
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        primary = self._primary
+        if not self.primary_failed and primary is not None:
+            try:
+                return getattr(primary, method)(*args, **kwargs)
+            except PathNotAllowedError:
+                raise
+            except Exception as exc:
+                self._switch(exc)
+        return getattr(self._get_fallback(), method)(*args, **kwargs)
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]:
+        result: list[MemorySearchResult] = self._call(
+            "search",
+            query,
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )
+        return result
+
+    def read_file(
+        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> ReadFileResult:
+        result: ReadFileResult = self._call("read_file", rel_path, from_line=from_line, lines=lines)
+        return result
+
+    def sync(
+        self,
+        *,
+        reason: str = "manual",
+        force: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self._call("sync", reason=reason, force=force, progress=progress)
+
+    def probe_embedding(self) -> ProbeResult:
+        result: ProbeResult = self._call("probe_embedding")
+        return result
+
+    def probe_vector(self) -> ProbeResult:
+        result: ProbeResult = self._call("probe_vector")
+        return result
+
+    def status(self) -> MemoryStatus:
+        """The active manager's status; after a switch it carries ``fallback`` and the reason."""
+        if not self.primary_failed and self._primary is not None:
+            try:
+                return self._primary.status()
+            except Exception as exc:
+                self._switch(exc)
+        reason = f"{type(self.last_error).__name__}: {self.last_error}"
+        status = self._get_fallback().status()
+        return status.model_copy(
+            update={
+                "fallback": FallbackStatus(
+                    from_=self.primary_name, to=self.fallback_name, reason=reason
+                ),
+                "custom": {**status.custom, "fallback": {"disabled": True, "reason": reason}},
+            }
+        )
+
+    def close(self) -> None:
+        """Close the primary and the fallback; idempotent."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            managers = [m for m in (self._primary, self._fallback) if m is not None]
+            self._primary = self._fallback = None
+        for manager in managers:
+            try:
+                manager.close()
+            except Exception as exc:
+                log.debug("close raised %s", exc)
+        if self._on_switch is not None:
+            self._on_switch(self)
