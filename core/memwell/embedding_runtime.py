@@ -30,6 +30,22 @@ LOCAL_BATCH_TEXTS = 64
 
 
 @dataclass
+class BatchState:
+    """Batch-API health: two failures disable batching for the runtime's lifetime."""
+
+    failures: int = 0
+    limit: int = 2
+    disabled: bool = False
+    last_error: str | None = None
+
+    def record_failure(self, exc: BaseException) -> None:
+        self.failures += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        if self.failures >= self.limit or getattr(exc, "disable_batch", False):
+            self.disabled = True
+
+
+@dataclass
 class Selection:
     """The outcome of provider selection."""
 
@@ -130,6 +146,7 @@ class EmbeddingRuntime:
         self._error: Exception | None = None
         self._fallback_used = False
         self._dims: int | None = None
+        self.batch = BatchState()
 
     def selection(self) -> Selection:
         """Select the provider on first call; re-raise a failed selection."""
@@ -202,10 +219,24 @@ class EmbeddingRuntime:
         return row
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        """Embed documents in request-sized batches; one unit float32 row per text."""
+        """Embed documents; one unit float32 row per text.
+
+        Uses the provider's batch API (``batch_embed``) when ``remote.batch.enabled`` and the
+        provider has one; a failed batch falls back to normal requests, and two failures
+        disable batching for this runtime (spec 3.5/3.10).
+        """
         provider = self._require()
         if not texts:
             return np.zeros((0, self.dims or 0), dtype=np.float32)
+        batch_embed = getattr(provider, "batch_embed", None)
+        if callable(batch_embed) and self.settings.remote.batch.enabled and not self.batch.disabled:
+            try:
+                matrix = self._checked(provider, batch_embed(list(texts)), len(texts))
+            except Exception as exc:
+                self.batch.record_failure(exc)
+            else:
+                self.batch.failures = 0
+                return matrix
         spec = self.selection().spec
         if spec is not None and spec.transport == "local":
             groups = [
@@ -218,16 +249,20 @@ class EmbeddingRuntime:
         for group in groups:
             batch = [texts[i] for i in group]
             raw = self.retry.call(partial(provider.embed_batch, batch), provider=provider.id)
-            matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
-            if matrix.shape[0] != len(batch):
-                raise ProviderError(
-                    f"provider {provider.id!r} returned {matrix.shape[0]} vectors "
-                    f"for {len(batch)} inputs",
-                    provider=provider.id,
-                )
-            self._check_dims(matrix, provider)
-            parts.append(matrix)
+            parts.append(self._checked(provider, raw, len(batch)))
         return np.vstack(parts)
+
+    def _checked(
+        self, provider: EmbeddingProvider, raw: Sequence[Sequence[float]] | Matrix, count: int
+    ) -> Matrix:
+        matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
+        if matrix.shape[0] != count:
+            raise ProviderError(
+                f"provider {provider.id!r} returned {matrix.shape[0]} vectors for {count} inputs",
+                provider=provider.id,
+            )
+        self._check_dims(matrix, provider)
+        return matrix
 
     def activate_fallback(self, reason: str) -> bool:
         """Switch to the configured fallback provider (once); True if a switch happened."""
