@@ -1,0 +1,102 @@
+"""Temporal decay: older notes score lower, evergreen memory files never decay."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import date, datetime, timezone
+
+from memwell.retrieval.candidate import Candidate
+
+_DATED_MEMORY_PATH = re.compile(r"(?:^|/)memory/([0-9]{4})-([0-9]{2})-([0-9]{2})\.md$")
+_EVERGREEN_ROOT_FILES = frozenset({"MEMORY.md", "memory.md"})
+_SECONDS_PER_DAY = 86_400.0
+
+
+def decay_multiplier(age_days: float, half_life_days: float) -> float:
+    """``exp(-ln2 / half_life * age)`` with age clamped to >= 0; 0.5 at the half-life.
+
+    A non-positive or non-finite half-life, or a NaN age, means no decay (1.0).
+    """
+    age = max(0.0, age_days)
+    if math.isnan(age) or not (math.isfinite(half_life_days) and half_life_days > 0):
+        return 1.0
+    return math.exp(-math.log(2) / half_life_days * age)
+
+
+def _normalize(path: str) -> str:
+    """Use ``/`` separators and drop a leading ``./``."""
+    normalized = path.replace("\\", "/")
+    return normalized.removeprefix("./")
+
+
+def date_from_path(path: str) -> date | None:
+    """The date of a daily note ``.../memory/YYYY-MM-DD.md``; None if absent or invalid."""
+    match = _DATED_MEMORY_PATH.search(_normalize(path))
+    if match is None:
+        return None
+    year, month, day = (int(part) for part in match.groups())
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def is_evergreen(path: str, source: str) -> bool:
+    """True for ``memory``-source ``MEMORY.md``, ``memory.md`` and undated ``memory/...`` files.
+
+    A path shaped like a daily note is never evergreen, even with an invalid date.
+    """
+    if source != "memory":
+        return False
+    normalized = _normalize(path)
+    if normalized in _EVERGREEN_ROOT_FILES:
+        return True
+    return normalized.startswith("memory/") and _DATED_MEMORY_PATH.search(normalized) is None
+
+
+def _utc_seconds(moment: datetime) -> float:
+    """Epoch seconds of ``moment``; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _timestamp(path: str, source: str, mtime_of: Callable[[str], float | None]) -> float | None:
+    """Epoch seconds a hit dates from: daily-note date, else None if evergreen, else mtime."""
+    day = date_from_path(path)
+    if day is not None:
+        return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
+    if is_evergreen(path, source):
+        return None
+    return mtime_of(path)
+
+
+def apply_temporal_decay(
+    items: Sequence[Candidate],
+    *,
+    half_life_days: float,
+    now: datetime,
+    mtime_of: Callable[[str], float | None],
+) -> list[Candidate]:
+    """Multiply each score by its age's :func:`decay_multiplier`, keeping the input order.
+
+    The age comes from a daily-note path (UTC midnight), else evergreen files are not
+    decayed, else ``mtime_of(path)`` (epoch seconds; None means no decay). Timestamps are
+    looked up once per ``source:path`` within a call. Returns new candidates.
+    """
+    now_seconds = _utc_seconds(now)
+    cache: dict[tuple[str, str], float | None] = {}
+    decayed: list[Candidate] = []
+    for item in items:
+        key = (item.source, item.path)
+        if key not in cache:
+            cache[key] = _timestamp(item.path, item.source, mtime_of)
+        stamp = cache[key]
+        multiplier = 1.0
+        if stamp is not None:
+            multiplier = decay_multiplier((now_seconds - stamp) / _SECONDS_PER_DAY, half_life_days)
+        decayed.append(replace(item, score=item.score * multiplier))
+    return decayed

@@ -1,0 +1,79 @@
+"""Snippets and citations: turn ranked candidates into :class:`MemorySearchResult` objects."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memwell.models import MemorySearchResult
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.hybrid import clamp01
+
+DEFAULT_SNIPPET_LIMIT = 700
+_UTF16 = "utf-16-le"
+_CODE_UNIT_BYTES = 2
+_HIGH_SURROGATES = range(0xD800, 0xDC00)
+_NON_DIRECT_CHAT_SEGMENTS = frozenset({"channel", "group"})
+
+
+def truncate_snippet(text: str, limit: int = DEFAULT_SNIPPET_LIMIT) -> str:
+    """Cut ``text`` to at most ``limit`` UTF-16 code units without splitting a surrogate pair."""
+    units = text.encode(_UTF16, "surrogatepass")
+    max_bytes = max(0, limit) * _CODE_UNIT_BYTES
+    if len(units) <= max_bytes:
+        return text
+    cut = units[:max_bytes]
+    if cut and int.from_bytes(cut[-_CODE_UNIT_BYTES:], "little") in _HIGH_SURROGATES:
+        cut = cut[:-_CODE_UNIT_BYTES]
+    return cut.decode(_UTF16, "surrogatepass")
+
+
+def format_citation(path: str, start_line: int, end_line: int) -> str:
+    """``path#L5`` for a single line, ``path#L5-L9`` for a range."""
+    if start_line == end_line:
+        return f"{path}#L{start_line}"
+    return f"{path}#L{start_line}-L{end_line}"
+
+
+def _is_direct_chat(session_key: str | None) -> bool:
+    """True unless the key (after an ``agent:<id>:`` prefix) has a channel or group segment."""
+    parts = [part for part in (session_key or "").strip().lower().split(":") if part]
+    if len(parts) >= 3 and parts[0] == "agent":
+        parts = parts[2:]
+    return _NON_DIRECT_CHAT_SEGMENTS.isdisjoint(parts)
+
+
+def citations_enabled(mode: str, session_key: str | None) -> bool:
+    """Whether results carry citations: ``on`` always, ``off`` never, ``auto`` in direct chats."""
+    if mode == "on":
+        return True
+    if mode == "off":
+        return False
+    if mode == "auto":
+        return _is_direct_chat(session_key)
+    raise ValueError(f"unknown citations mode {mode!r}; expected 'on', 'off' or 'auto'")
+
+
+def _to_result(item: Candidate, citations: bool) -> MemorySearchResult:
+    snippet = truncate_snippet(item.text)
+    citation = None
+    if citations:
+        citation = format_citation(item.path, item.start_line, item.end_line)
+        snippet = f"{snippet.strip()}\n\nSource: {citation}"
+    return MemorySearchResult(
+        path=item.path,
+        start_line=item.start_line,
+        end_line=item.end_line,
+        score=clamp01(item.score),
+        snippet=snippet,
+        source=item.source,
+        citation=citation,
+    )
+
+
+def to_results(items: Sequence[Candidate], *, citations: bool) -> list[MemorySearchResult]:
+    """Build results with 700-unit snippets, scores clamped to [0, 1] and optional citations.
+
+    With ``citations`` the snippet becomes ``snippet.strip() + "\\n\\nSource: " + citation``
+    and ``citation`` is set; otherwise ``citation`` is None.
+    """
+    return [_to_result(item, citations) for item in items]
