@@ -1,0 +1,171 @@
+"""Line-based Markdown chunking with a CJK-aware character budget (spec 3.3, 3.4, 3.7).
+
+A file is split into lines, long lines into *segments*, and segments are packed into chunks
+of about ``tokens * 4`` weighted characters, with a tail of the previous chunk carried over
+as overlap. Each chunk keeps the 1-based line range it came from.
+
+Python strings hold code points, not UTF-16 units. The reference cuts long lines every N
+UTF-16 units and lengthens a cut by one unit rather than split a surrogate pair; this module
+measures widths in UTF-16 units the same way, so an astral character (emoji, CJK Ext-B) is
+never split and the cut positions match the reference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+CHARS_PER_TOKEN = 4
+"""Characters per token in the budget estimate."""
+
+_MIN_MAX_CHARS = 32
+_NON_LATIN = re.compile(
+    "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
+)
+_BMP_LIMIT = 0xFFFF
+
+
+def sha256_hex(text: str) -> str:
+    """Return the SHA-256 hex digest of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A slice of a source file: 1-based inclusive line range, text and ``sha256_hex(text)``."""
+
+    start_line: int
+    end_line: int
+    text: str
+    hash: str
+
+    @classmethod
+    def create(cls, start_line: int, end_line: int, text: str) -> Chunk:
+        """Build a chunk, computing its hash from ``text``."""
+        return cls(start_line, end_line, text, sha256_hex(text))
+
+
+class _Segment(NamedTuple):
+    line_no: int
+    text: str
+    size: int
+
+
+def estimate_chars(text: str) -> int:
+    """Weighted length: code points, plus 3 for each CJK-class character (about 1 token each).
+
+    The class is ``[U+2E80-U+9FFF U+A000-U+A4FF U+AC00-U+D7AF U+F900-U+FAFF U+20000-U+2FA1F]``.
+    """
+    return len(text) + (CHARS_PER_TOKEN - 1) * len(_NON_LATIN.findall(text))
+
+
+def _utf16_slices(text: str, units: int) -> list[str]:
+    """Cut ``text`` every ``units`` UTF-16 units, lengthening a cut rather than split a pair."""
+    pieces: list[str] = []
+    start = 0
+    width = 0
+    for index, char in enumerate(text):
+        width += 2 if ord(char) > _BMP_LIMIT else 1
+        if width >= units:
+            pieces.append(text[start : index + 1])
+            start, width = index + 1, 0
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def _line_segments(line: str, max_chars: int, tokens: int) -> list[str]:
+    """Split one line into slices of ``max_chars`` units; re-slice CJK-heavy ones by ``tokens``."""
+    if not line:
+        return [""]
+    segments: list[str] = []
+    for piece in _utf16_slices(line, max_chars):
+        if estimate_chars(piece) > max_chars:
+            segments.extend(_utf16_slices(piece, tokens))
+        else:
+            segments.append(piece)
+    return segments
+
+
+def _segments(content: str, max_chars: int, tokens: int) -> Iterator[_Segment]:
+    """Yield every segment of ``content`` with its 1-based line number and weighted size."""
+    for line_no, raw_line in enumerate(content.split("\n"), start=1):
+        line = raw_line.removesuffix("\r")
+        for text in _line_segments(line, max_chars, tokens):
+            yield _Segment(line_no, text, estimate_chars(text) + 1)
+
+
+def _flush(segments: Sequence[_Segment]) -> Chunk:
+    text = "\n".join(segment.text for segment in segments)
+    return Chunk.create(segments[0].line_no, segments[-1].line_no, text)
+
+
+def _carry_overlap(segments: Sequence[_Segment], overlap_chars: int) -> list[_Segment]:
+    """Keep the trailing segments whose sizes first reach ``overlap_chars`` (at least one)."""
+    if overlap_chars <= 0:
+        return []
+    kept: list[_Segment] = []
+    carried = 0
+    for segment in reversed(segments):
+        kept.append(segment)
+        carried += segment.size
+        if carried >= overlap_chars:
+            break
+    kept.reverse()
+    return kept
+
+
+def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> list[Chunk]:
+    """Split ``content`` into line-ranged chunks of about ``tokens`` tokens with ``overlap``.
+
+    ``maxChars = max(32, tokens * 4)``; ``overlap`` is clamped to ``[0, tokens - 1]`` and
+    ``overlapChars = overlap * 4``. A line longer than ``maxChars`` UTF-16 units is cut into
+    segments (CJK-heavy slices every ``tokens`` units), so every segment weighs at most
+    ``maxChars``. A segment of size ``estimate_chars + 1`` that would push the chunk past
+    ``maxChars`` flushes it and carries the overlap; the segment is then appended anyway.
+
+    Bound on a chunk's weighted size (sum of ``estimate_chars(segment) + 1``): at most
+    ``maxChars + 1`` without overlap, and at most ``2 * maxChars + overlapChars + 1`` with it
+    (carried segments sum to below ``overlapChars`` plus one whole segment, then one more
+    segment of at most ``maxChars + 1`` is appended). Whitespace-only chunks are dropped.
+    A trailing ``\\r`` is stripped from every line. Raises ``ValueError`` if ``tokens < 1``.
+    """
+    if tokens < 1:
+        raise ValueError(f"tokens must be at least 1, got {tokens}")
+    max_chars = max(_MIN_MAX_CHARS, tokens * CHARS_PER_TOKEN)
+    overlap_chars = min(max(overlap, 0), tokens - 1) * CHARS_PER_TOKEN
+    chunks: list[Chunk] = []
+    current: list[_Segment] = []
+    current_chars = 0
+    for segment in _segments(content, max_chars, tokens):
+        if current and current_chars + segment.size > max_chars:
+            chunks.append(_flush(current))
+            current = _carry_overlap(current, overlap_chars)
+            current_chars = sum(kept.size for kept in current)
+        current.append(segment)
+        current_chars += segment.size
+    if current:
+        chunks.append(_flush(current))
+    return [chunk for chunk in chunks if chunk.text.strip()]
+
+
+def remap_lines(chunks: Sequence[Chunk], line_map: Sequence[int]) -> list[Chunk]:
+    """Replace each chunk's start and end line by ``line_map[line - 1]`` (session transcripts).
+
+    An empty map keeps the lines. A line past the end of the map (for example the empty line
+    after a trailing newline) maps to the last entry.
+    """
+    if not line_map:
+        return list(chunks)
+    last = len(line_map) - 1
+
+    def mapped(line: int) -> int:
+        return line_map[min(line - 1, last)]
+
+    return [
+        replace(chunk, start_line=mapped(chunk.start_line), end_line=mapped(chunk.end_line))
+        for chunk in chunks
+    ]
