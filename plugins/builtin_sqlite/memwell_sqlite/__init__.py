@@ -1,0 +1,1 @@
+"""memwell's default ``builtin`` backend: SQLite + FTS5 + sqlite-vec."""

@@ -1,0 +1,19 @@
+"""The ``[backends.builtin]`` section."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class BuiltinConfig(BaseModel):
+    """Options of the builtin backend.
+
+    ``vector_engine``: ``"auto"`` (an in-memory numpy matrix: the fastest exact search at
+    agent scale), ``"numpy"`` or ``"sqlite-vec"`` (KNN in SQL, nothing held in memory).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    vector_engine: Literal["auto", "numpy", "sqlite-vec"] = "auto"

@@ -1,0 +1,103 @@
+"""Open SQLite connections with FTS5 and, when it loads, the sqlite-vec extension.
+
+The stdlib ``sqlite3`` of many Python builds cannot load extensions, so ``sqlean`` (a drop-in
+DB-API module bundling a recent SQLite) is preferred. Without either, vectors are searched
+in-process with numpy and status says why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BUSY_TIMEOUT_MS = 5000
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    """Which SQLite module is in use and whether sqlite-vec loaded."""
+
+    module: str
+    sqlite_version: str
+    vec_loaded: bool
+    vec_version: str | None
+    vec_path: str | None
+    vec_error: str | None
+
+
+def sqlite_module() -> ModuleType:
+    """``sqlean`` when installed, else the stdlib ``sqlite3``."""
+    try:
+        return importlib.import_module("sqlean")
+    except ImportError:
+        return sqlite3
+
+
+def _load_vec(conn: Any, extension_path: str | None) -> tuple[str | None, str | None, str | None]:
+    try:
+        if extension_path:
+            path = extension_path
+        else:
+            import sqlite_vec
+
+            path = str(sqlite_vec.loadable_path())
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(path)
+        finally:
+            conn.enable_load_extension(False)
+        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        return str(version), path, None
+    except Exception as exc:
+        return None, None, f"{type(exc).__name__}: {exc}"
+
+
+def connect(
+    path: Path | str, *, load_vec: bool = True, extension_path: str | None = None
+) -> tuple[Any, DriverInfo]:
+    """Open ``path`` (WAL, busy timeout, NORMAL sync) and try to load sqlite-vec."""
+    mod = sqlite_module()
+    conn = mod.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    version = path_error = None
+    vec_path = None
+    if load_vec:
+        version, vec_path, path_error = _load_vec(conn, extension_path)
+    else:
+        path_error = "disabled by store.vector.enabled = false"
+    info = DriverInfo(
+        module=mod.__name__,
+        sqlite_version=str(mod.sqlite_version),
+        vec_loaded=version is not None,
+        vec_version=version,
+        vec_path=vec_path,
+        vec_error=path_error,
+    )
+    return conn, info
+
+
+def capabilities() -> dict[str, Any]:
+    """SQLite facts for ``memwell doctor``: version, FTS5, trigram, sqlite-vec."""
+    conn, info = connect(":memory:")
+    facts: dict[str, Any] = {
+        "module": info.module,
+        "sqlite_version": info.sqlite_version,
+        "sqlite_vec": info.vec_version or f"unavailable ({info.vec_error})",
+    }
+    for name, ddl in (
+        ("fts5", "CREATE VIRTUAL TABLE t1 USING fts5(x)"),
+        ("trigram", "CREATE VIRTUAL TABLE t2 USING fts5(x, tokenize='trigram')"),
+    ):
+        try:
+            conn.execute(ddl)
+            facts[name] = True
+        except Exception as exc:
+            facts[name] = f"unavailable ({exc})"
+    conn.close()
+    return facts

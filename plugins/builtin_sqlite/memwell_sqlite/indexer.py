@@ -1,0 +1,227 @@
+"""Bring an :class:`IndexStore` in line with the Markdown files (and session transcripts)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memwell.config import MemwellSettings
+from memwell.embedding_runtime import EmbeddingRuntime
+from memwell.embeddings import Vector
+from memwell.models import SyncProgress
+from memwell.retrieval.chunking import Chunk, chunk_markdown, remap_lines, sha256_hex
+from memwell.retrieval.limits import enforce_input_limit
+from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
+from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
+
+from .store import ChunkRow, FileState, IndexStore
+
+log = logging.getLogger(__name__)
+
+FTS_ONLY_MODEL = "fts-only"
+#: Files written per transaction (and embedded per provider round trip group).
+FILES_PER_TXN = 128
+
+
+@dataclass
+class PendingFile:
+    """A file whose chunks must be (re)written."""
+
+    path: str
+    source: str
+    state: FileState
+    chunks: list[Chunk]
+    changed: bool = True
+
+
+@dataclass
+class SyncStats:
+    scanned: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
+    """Stable id of a chunk (spec 3.3)."""
+    key = f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def sessions_dir(settings: MemwellSettings, workspace: Path) -> Path:
+    return (workspace / settings.sessions_dir).resolve()
+
+
+class Indexer:
+    """One sync pass: scan, diff, chunk, embed (through the cache) and write."""
+
+    def __init__(
+        self,
+        store: IndexStore,
+        settings: MemwellSettings,
+        runtime: EmbeddingRuntime,
+        workspace: Path,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.runtime = runtime
+        self.workspace = workspace
+        self.provider = runtime.provider
+        self.model = self.provider.model if self.provider else FTS_ONLY_MODEL
+        self.stats = SyncStats()
+
+    def run(
+        self, *, full: bool, progress: Callable[[SyncProgress], None] | None = None
+    ) -> SyncStats:
+        """Index every changed file (all files when ``full``) and drop vanished ones."""
+        pending: list[PendingFile] = []
+        seen: dict[str, set[str]] = {}
+        for source in self.settings.sources:
+            known = self.store.file_states(source)
+            present = seen.setdefault(source, set())
+            scan = self._scan_memory if source == "memory" else self._scan_sessions
+            for item in scan(known, full=full):
+                present.add(item.path)
+                if item.changed:
+                    pending.append(item)
+        total = len(pending)
+        for start in range(0, total, FILES_PER_TXN):
+            group = pending[start : start + FILES_PER_TXN]
+            self._write_group(group)
+            if progress is not None:
+                progress(SyncProgress(completed=start + len(group), total=total, label="indexing"))
+        self._remove_vanished(seen)
+        if total == 0 and progress is not None:
+            progress(SyncProgress(completed=0, total=0, label="up to date"))
+        return self.stats
+
+    # -- scanning ---------------------------------------------------------------------------
+
+    def _scan_memory(self, known: dict[str, FileState], *, full: bool) -> Iterator[PendingFile]:
+        for abs_path in list_memory_files(self.workspace, self.settings.extra_paths):
+            self.stats.scanned += 1
+            stat = stat_source_file(abs_path, self.workspace)
+            if stat is None:
+                continue
+            rel, mtime, size = stat
+            old = known.get(rel)
+            if not full and old is not None and old.mtime == mtime and old.size == size:
+                self.stats.unchanged += 1
+                yield PendingFile(rel, "memory", old, [], changed=False)
+                continue
+            read = read_source_file(abs_path, self.workspace)
+            if read is None:
+                continue
+            entry, text = read
+            state = FileState(entry.hash, entry.mtime_ns, entry.size)
+            if not full and old is not None and old.hash == entry.hash:
+                self.stats.unchanged += 1
+                self.store.record_file(rel, "memory", state)
+                yield PendingFile(rel, "memory", state, [], changed=False)
+                continue
+            yield PendingFile(rel, "memory", state, self._chunk(text))
+
+    def _scan_sessions(self, known: dict[str, FileState], *, full: bool) -> Iterator[PendingFile]:
+        for abs_path in list_session_files(sessions_dir(self.settings, self.workspace)):
+            self.stats.scanned += 1
+            stat = stat_source_file(abs_path, self.workspace, "sessions")
+            if stat is None:
+                continue
+            rel, mtime, size = stat
+            old = known.get(rel)
+            if not full and old is not None and old.mtime == mtime and old.size == size:
+                self.stats.unchanged += 1
+                yield PendingFile(rel, "sessions", old, [], changed=False)
+                continue
+            read = read_source_file(abs_path, self.workspace, "sessions")
+            if read is None:
+                continue
+            _, raw = read
+            parsed = parse_session_jsonl(raw)
+            state = FileState(session_entry_hash(parsed), mtime, size)
+            if not full and old is not None and old.hash == state.hash:
+                self.stats.unchanged += 1
+                self.store.record_file(rel, "sessions", state)
+                yield PendingFile(rel, "sessions", state, [], changed=False)
+                continue
+            chunks = remap_lines(self._chunk(parsed.content), parsed.line_map)
+            yield PendingFile(rel, "sessions", state, chunks)
+
+    def _chunk(self, text: str) -> list[Chunk]:
+        cfg = self.settings.chunking
+        chunks = chunk_markdown(text, tokens=cfg.tokens, overlap=cfg.overlap)
+        if self.provider is not None:
+            chunks = enforce_input_limit(chunks, self.runtime.max_input_tokens())
+        return chunks
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _embed(self, chunks: Sequence[Chunk]) -> dict[str, Vector]:
+        provider = self.provider
+        if provider is None or not chunks:
+            return {}
+        key = self.runtime.provider_key()
+        use_cache = self.settings.cache.enabled
+        hashes = [c.hash for c in chunks]
+        vectors = (
+            self.store.cache_get(provider.id, provider.model, key, hashes) if use_cache else {}
+        )
+        self.stats.cached += len(vectors)
+        missing: dict[str, str] = {}
+        for chunk in chunks:
+            if chunk.hash not in vectors and chunk.hash not in missing:
+                missing[chunk.hash] = chunk.text
+        if missing:
+            matrix = self.runtime.embed_documents(list(missing.values()))
+            fresh = dict(zip(missing.keys(), matrix, strict=True))
+            self.stats.embedded += len(fresh)
+            if use_cache:
+                self.store.cache_put(provider.id, provider.model, key, fresh)
+            vectors.update(fresh)
+        return vectors
+
+    def _write_group(self, group: Sequence[PendingFile]) -> None:
+        all_chunks = [c for f in group for c in f.chunks]
+        vectors = self._embed(all_chunks)
+        if vectors:
+            dims = next(iter(vectors.values())).size
+            self.store.ensure_vec_table(dims)
+        with self.store.conn:
+            for item in group:
+                rows = [
+                    ChunkRow(
+                        id=chunk_id(item.source, item.path, c, self.model),
+                        start_line=c.start_line,
+                        end_line=c.end_line,
+                        hash=c.hash,
+                        text=c.text,
+                        embedding=vectors.get(c.hash),
+                    )
+                    for c in item.chunks
+                ]
+                self.store.replace_file(item.path, item.source, item.state, rows, self.model)
+                self.stats.indexed += 1
+                self.stats.chunks += len(rows)
+
+    def _remove_vanished(self, seen: dict[str, set[str]]) -> None:
+        with self.store.conn:
+            for source in ("memory", "sessions"):
+                present = seen.get(source, set())
+                for path in self.store.file_states(source):
+                    if path not in present:
+                        self.store.delete_file(path, source)
+                        self.stats.removed += 1
+
+
+def scope_hash(settings: MemwellSettings, workspace: Path) -> str:
+    """Hash of what is indexed beyond the defaults (extra paths, sessions dir)."""
+    extras = sorted((workspace / p).resolve().as_posix() for p in settings.extra_paths)
+    data = repr((extras, sessions_dir(settings, workspace).as_posix()))
+    return sha256_hex(data)

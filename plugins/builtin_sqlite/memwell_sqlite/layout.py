@@ -1,0 +1,98 @@
+"""Index files on disk: generations behind an atomically replaced ``CURRENT`` pointer.
+
+A full reindex builds a new generation file and then replaces ``CURRENT`` with ``os.replace``,
+so a crash at any moment leaves a pointer to a complete index: the old one or the new one.
+Writers (in any process) serialise on ``write.lock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+POINTER = "CURRENT"
+LOCK = "write.lock"
+PREFIX = "index-"
+SUFFIX = ".sqlite"
+_SIDECARS = ("", "-wal", "-shm", "-journal")
+
+
+class IndexDir:
+    """The directory holding a workspace's index generations."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def current(self) -> Path | None:
+        """The published generation, or ``None`` before the first index."""
+        try:
+            name = (self.root / POINTER).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not name.startswith(PREFIX) or "/" in name or not name.endswith(SUFFIX):
+            return None
+        path = self.root / name
+        return path if path.is_file() else None
+
+    def new_generation(self) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        return self.root / f"{PREFIX}{stamp}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+
+    def publish(self, path: Path) -> None:
+        """Atomically point ``CURRENT`` at ``path`` (durable across power loss)."""
+        tmp = self.root / f"{POINTER}.{uuid.uuid4().hex[:8]}.tmp"
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(path.name + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.root / POINTER)
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def discard(self, path: Path) -> None:
+        """Delete a generation and its SQLite side files."""
+        for suffix in _SIDECARS:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
+
+    def cleanup(self) -> list[Path]:
+        """Delete every generation except the current one (call while holding the lock)."""
+        keep = self.current()
+        removed: list[Path] = []
+        for path in self.root.glob(f"{PREFIX}*{SUFFIX}"):
+            if path != keep:
+                self.discard(path)
+                removed.append(path)
+        for tmp in self.root.glob(f"{POINTER}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return removed
+
+    @contextlib.contextmanager
+    def write_lock(self, timeout: float = 600.0) -> Iterator[None]:
+        """Exclusive writer lock across threads and processes."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError as exc:
+                    if time.monotonic() > deadline:
+                        msg = f"index {self.root} is locked by another writer"
+                        raise TimeoutError(msg) from exc
+                    time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)

@@ -1,0 +1,141 @@
+"""The search pipeline of the builtin backend (spec 4.1-4.7)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memwell.config import MemwellSettings
+from memwell.embeddings import Vector
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.decay import apply_temporal_decay
+from memwell.retrieval.fts_query import build_fts_query, keyword_boost
+from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
+from memwell.retrieval.mmr import mmr_rerank
+
+from .store import IndexStore
+from .vectors import VectorIndex
+
+
+def candidate_count(max_results: int, multiplier: int) -> int:
+    """How many candidates each retriever fetches before fusion (24 by default)."""
+    return min(200, max(1, max_results * multiplier))
+
+
+class Searcher:
+    """Runs keyword, vector and hybrid searches against one store."""
+
+    def __init__(self, settings: MemwellSettings, workspace: Path, vectors: VectorIndex) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.vectors = vectors
+
+    def _mtime(self, path: str) -> float | None:
+        try:
+            return os.stat(self.workspace / path).st_mtime
+        except OSError:
+            return None
+
+    def _rank(self, items: list[Candidate]) -> list[Candidate]:
+        """Temporal decay, a stable sort, then MMR, as configured."""
+        hybrid = self.settings.query.hybrid
+        if hybrid.temporal_decay.enabled:
+            items = apply_temporal_decay(
+                items,
+                half_life_days=hybrid.temporal_decay.half_life_days,
+                now=datetime.now(timezone.utc),
+                mtime_of=self._mtime,
+            )
+        items = sorted(items, key=lambda c: c.score, reverse=True)
+        if hybrid.mmr.enabled:
+            items = mmr_rerank(items, lambda_=hybrid.mmr.lambda_)
+        return items
+
+    def keyword(
+        self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
+    ) -> list[Candidate]:
+        fts = build_fts_query(query, tokenizer=store.tokenizer, mode="or")
+        return store.keyword_search(fts, limit, sources) if fts is not None else []
+
+    def keyword_only(
+        self,
+        store: IndexStore,
+        query: str,
+        *,
+        max_results: int,
+        min_score: float,
+        sources: Sequence[str],
+    ) -> list[Candidate]:
+        """FTS-only mode (spec 4.4): BM25 plus the reference's boosts; relaxed floor 0."""
+        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
+        hits = self.keyword(store, query, limit, sources)
+        boosted = [
+            replace(c, score=min(1.0, c.text_score + keyword_boost(query, c.text, c.path)))
+            for c in hits
+        ]
+        ranked = self._rank(boosted)
+        strict = [c for c in ranked if c.score >= min_score]
+        return (strict or ranked)[:max_results]
+
+    def vector(
+        self,
+        store: IndexStore,
+        model: str,
+        query_vector: Vector,
+        limit: int,
+        sources: Sequence[str],
+        generation: int,
+    ) -> list[Candidate]:
+        filtered = not set(sources) >= set(self.settings.sources)
+        hits = self.vectors.search(
+            store, model, query_vector, limit * 2 if filtered else limit, generation
+        )
+        score_of = dict(hits)
+        out: list[Candidate] = []
+        for rowid, cand in store.chunks_by_rowid([r for r, _ in hits], sources)[:limit]:
+            cand.vector_score = cand.score = max(0.0, min(1.0, score_of[rowid]))
+            out.append(cand)
+        return out
+
+    def hybrid(
+        self,
+        store: IndexStore,
+        model: str,
+        query: str,
+        query_vector: Vector | None,
+        *,
+        max_results: int,
+        min_score: float,
+        sources: Sequence[str],
+        generation: int,
+    ) -> list[Candidate]:
+        """Keyword + vector candidates, fused, decayed, diversified, filtered (spec 4.1)."""
+        cfg = self.settings.query.hybrid
+        limit = candidate_count(max_results, cfg.candidate_multiplier)
+        use_fts = cfg.enabled and store.fts_available
+        keyword = self.keyword(store, query, limit, sources) if use_fts else []
+        vector: list[Candidate] = []
+        if query_vector is not None and query_vector.any():
+            vector = self.vector(store, model, query_vector, limit, sources, generation)
+        if not use_fts:
+            return [c for c in vector if c.score >= min_score][:max_results]
+        vector_weight, text_weight = normalize_weights(cfg.vector_weight, cfg.text_weight)
+        if cfg.fusion == "rrf":
+            merged = merge_rrf(
+                vector, keyword, k=cfg.rrf_k, vector_weight=vector_weight, text_weight=text_weight
+            )
+        else:
+            merged = merge_weighted(
+                vector, keyword, vector_weight=vector_weight, text_weight=text_weight
+            )
+        ranked = self._rank(merged)
+        return relaxed_filter(
+            ranked,
+            {c.id for c in keyword},
+            min_score=min_score,
+            text_weight=text_weight,
+            max_results=max_results,
+        )

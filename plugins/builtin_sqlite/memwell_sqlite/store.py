@@ -1,0 +1,399 @@
+"""One index database: schema, writes, and the raw keyword and vector queries."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from memwell.embeddings import Matrix, Vector
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.cjk import segment_for_index
+from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score
+
+from .driver import DriverInfo, connect
+
+META_KEY = "memwell_index_meta_v1"
+SCHEMA_VERSION = 1
+
+_TOKENIZERS = {
+    "unicode61": "porter unicode61 remove_diacritics 2",
+    "trigram": "trigram case_sensitive 0",
+}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT NOT NULL, source TEXT NOT NULL DEFAULT 'memory', hash TEXT NOT NULL,
+    mtime INTEGER NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (path, source)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, path TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT 'memory', start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, hash TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL,
+    embedding BLOB, updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path, source);
+CREATE INDEX IF NOT EXISTS chunks_source ON chunks (source);
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    provider TEXT NOT NULL, model TEXT NOT NULL, provider_key TEXT NOT NULL, hash TEXT NOT NULL,
+    embedding BLOB NOT NULL, dims INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+    PRIMARY KEY (provider, model, provider_key, hash)
+);
+CREATE INDEX IF NOT EXISTS embedding_cache_updated ON embedding_cache (updated_at);
+"""
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk ready to be written; ``embedding`` is a unit float32 vector or ``None``."""
+
+    id: str
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+    embedding: Vector | None
+
+
+@dataclass(frozen=True)
+class FileState:
+    hash: str
+    mtime: int
+    size: int
+
+
+class IndexStore:
+    """A connection to one index file plus the SQL memwell runs on it."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        tokenizer: str = "unicode61",
+        vector_enabled: bool = True,
+        extension_path: str | None = None,
+    ) -> None:
+        self.path = path
+        self.tokenizer = tokenizer
+        self.conn, self.driver = connect(
+            path, load_vec=vector_enabled, extension_path=extension_path
+        )
+        self.fts_error: str | None = None
+        self.conn.executescript(_SCHEMA)
+        self._create_fts()
+        self.vec_dims = self._existing_vec_dims()
+
+    @property
+    def info(self) -> DriverInfo:
+        return self.driver
+
+    def _create_fts(self) -> None:
+        tokenize = _TOKENIZERS[self.tokenizer]
+        try:
+            self.conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts "
+                f"USING fts5(text, tokenize='{tokenize}')"
+            )
+        except Exception as exc:
+            self.fts_error = f"{type(exc).__name__}: {exc}"
+
+    @property
+    def fts_available(self) -> bool:
+        return self.fts_error is None
+
+    def _existing_vec_dims(self) -> int | None:
+        if not self.driver.vec_loaded:
+            return None
+        row = self.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'"
+        ).fetchone()
+        if row is None:
+            return None
+        sql = str(row[0])
+        start = sql.index("float[") + len("float[")
+        return int(sql[start : sql.index("]", start)])
+
+    def ensure_vec_table(self, dims: int) -> None:
+        """Create (or recreate for new dims) the sqlite-vec mirror of the chunk vectors."""
+        if not self.driver.vec_loaded or self.vec_dims == dims:
+            return
+        self.conn.execute("DROP TABLE IF EXISTS chunks_vec")
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[{dims}] "
+            "distance_metric=cosine)"
+        )
+        self.vec_dims = dims
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta -------------------------------------------------------------------------------
+
+    def read_meta(self) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
+        if row is None:
+            return None
+        data: dict[str, Any] = json.loads(row[0])
+        return data
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (META_KEY, json.dumps({**meta, "schema_version": SCHEMA_VERSION})),
+            )
+
+    # -- files and chunks -------------------------------------------------------------------
+
+    def file_states(self, source: str) -> dict[str, FileState]:
+        rows = self.conn.execute(
+            "SELECT path, hash, mtime, size FROM files WHERE source = ?", (source,)
+        )
+        return {path: FileState(h, m, s) for path, h, m, s in rows}
+
+    def _delete_chunks(self, path: str, source: str) -> None:
+        rowids = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT rowid FROM chunks WHERE path = ? AND source = ?", (path, source)
+            )
+        ]
+        if not rowids:
+            return
+        marks = ",".join("?" * len(rowids))
+        if self.fts_available:
+            self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", rowids)
+        if self.vec_dims is not None:
+            self.conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", rowids)
+        self.conn.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", rowids)
+
+    def replace_file(
+        self,
+        path: str,
+        source: str,
+        state: FileState,
+        chunks: Sequence[ChunkRow],
+        model: str,
+    ) -> None:
+        """Replace every chunk of one file and record its state (caller holds a transaction)."""
+        self._delete_chunks(path, source)
+        now = int(time.time() * 1000)
+        for chunk in chunks:
+            blob = (
+                chunk.embedding.astype(np.float32).tobytes()
+                if chunk.embedding is not None
+                else None
+            )
+            cur = self.conn.execute(
+                "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash, "
+                "model, text, embedding, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    chunk.id,
+                    path,
+                    source,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.hash,
+                    model,
+                    chunk.text,
+                    blob,
+                    now,
+                ),
+            )
+            rowid = cur.lastrowid
+            if self.fts_available:
+                text = (
+                    segment_for_index(chunk.text) if self.tokenizer == "unicode61" else chunk.text
+                )
+                self.conn.execute(
+                    "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
+                )
+            if blob is not None and self.vec_dims is not None:
+                self.conn.execute(
+                    "INSERT INTO chunks_vec (rowid, embedding) VALUES (?, ?)", (rowid, blob)
+                )
+        self.record_file(path, source, state)
+
+    def record_file(self, path: str, source: str, state: FileState) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files (path, source, hash, mtime, size) VALUES (?, ?, ?, ?, ?)",
+            (path, source, state.hash, state.mtime, state.size),
+        )
+
+    def delete_file(self, path: str, source: str) -> None:
+        self._delete_chunks(path, source)
+        self.conn.execute("DELETE FROM files WHERE path = ? AND source = ?", (path, source))
+
+    # -- embedding cache ---------------------------------------------------------------------
+
+    def cache_get(
+        self, provider: str, model: str, provider_key: str, hashes: Iterable[str]
+    ) -> dict[str, Vector]:
+        found: dict[str, Vector] = {}
+        unique = list(dict.fromkeys(hashes))
+        for i in range(0, len(unique), 400):
+            part = unique[i : i + 400]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+                f"AND provider_key = ? AND hash IN ({marks})",
+                (provider, model, provider_key, *part),
+            )
+            for h, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.size:
+                    found[h] = vec
+        return found
+
+    def cache_put(
+        self, provider: str, model: str, provider_key: str, items: dict[str, Vector]
+    ) -> None:
+        now = int(time.time() * 1000)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache (provider, model, provider_key, hash, "
+            "embedding, dims, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (provider, model, provider_key, h, v.astype(np.float32).tobytes(), v.size, now)
+                for h, v in items.items()
+            ],
+        )
+
+    def cache_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0])
+
+    def cache_prune(self, max_entries: int) -> int:
+        """Delete the oldest cache rows beyond ``max_entries``; returns how many went."""
+        excess = self.cache_count() - max_entries
+        if excess <= 0:
+            return 0
+        with self.conn:
+            self.conn.execute(
+                "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM embedding_cache "
+                "ORDER BY updated_at ASC LIMIT ?)",
+                (excess,),
+            )
+        return excess
+
+    def copy_cache_from(self, other: Path) -> None:
+        """Copy every embedding-cache row of another index file into this one."""
+        self.conn.execute("ATTACH DATABASE ? AS old", (str(other),))
+        try:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache"
+                )
+        finally:
+            self.conn.execute("DETACH DATABASE old")
+
+    # -- counts -----------------------------------------------------------------------------
+
+    def source_counts(self) -> list[tuple[str, int, int]]:
+        rows = self.conn.execute(
+            "SELECT source, SUM(files), SUM(chunks) FROM ("
+            " SELECT source, COUNT(*) AS files, 0 AS chunks FROM files GROUP BY source"
+            " UNION ALL SELECT source, 0, COUNT(*) FROM chunks GROUP BY source"
+            ") GROUP BY source ORDER BY source"
+        )
+        return [(s, int(f), int(c)) for s, f, c in rows]
+
+    def vector_count(self) -> int:
+        if self.vec_dims is not None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM chunks_vec").fetchone()[0])
+        return int(
+            self.conn.execute("SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL").fetchone()[
+                0
+            ]
+        )
+
+    # -- search -----------------------------------------------------------------------------
+
+    def keyword_search(
+        self, query: FtsQuery, limit: int, sources: Sequence[str]
+    ) -> list[Candidate]:
+        """BM25 over the FTS table; ``text_score`` is the spec's rank-to-score mapping."""
+        if not self.fts_available:
+            return []
+        src_marks = ",".join("?" * len(sources))
+        params: list[Any] = []
+        if query.match:
+            sql = (
+                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank "
+                "FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                "WHERE chunks_fts MATCH ?"
+            )
+            params.append(query.match)
+        else:
+            sql = (
+                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0.0 "
+                "FROM chunks c WHERE 1 = 1"
+            )
+        for term in query.like_terms:
+            sql += " AND c.text LIKE ? ESCAPE '\\'"
+            params.append(term)
+        sql += f" AND c.source IN ({src_marks})"
+        params.extend(sources)
+        sql += " ORDER BY 7 ASC LIMIT ?" if query.match else " LIMIT ?"
+        params.append(limit)
+        return [
+            Candidate(
+                id=cid,
+                path=path,
+                source=src,
+                start_line=s,
+                end_line=e,
+                text=text,
+                text_score=bm25_rank_to_score(float(rank)),
+            )
+            for cid, path, src, s, e, text, rank in self.conn.execute(sql, params)
+        ]
+
+    def load_vectors(self, model: str) -> tuple[np.ndarray[Any, Any], Matrix]:
+        """Every chunk vector of ``model`` as (rowids, unit float32 matrix)."""
+        rows = self.conn.execute(
+            "SELECT rowid, embedding FROM chunks WHERE model = ? AND embedding IS NOT NULL",
+            (model,),
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+            len(rows), -1
+        )
+        return rowids, matrix
+
+    def vec_knn(self, vector: Vector, limit: int) -> list[tuple[int, float]]:
+        """(rowid, cosine similarity) via sqlite-vec's KNN."""
+        rows = self.conn.execute(
+            "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
+            (vector.astype(np.float32).tobytes(), limit),
+        )
+        return [(int(r), 1.0 - float(d)) for r, d in rows]
+
+    def chunks_by_rowid(
+        self, rowids: Sequence[int], sources: Sequence[str]
+    ) -> list[tuple[int, Candidate]]:
+        """The chunks with these rowids (in that order) that belong to ``sources``."""
+        if not rowids:
+            return []
+        marks = ",".join("?" * len(rowids))
+        src_marks = ",".join("?" * len(sources))
+        rows = self.conn.execute(
+            "SELECT rowid, id, path, source, start_line, end_line, text FROM chunks "
+            f"WHERE rowid IN ({marks}) AND source IN ({src_marks})",
+            (*rowids, *sources),
+        )
+        by_rowid = {
+            r[0]: Candidate(
+                id=r[1], path=r[2], source=r[3], start_line=r[4], end_line=r[5], text=r[6]
+            )
+            for r in rows
+        }
+        return [(r, by_rowid[r]) for r in rowids if r in by_rowid]
+
+    def chunk_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])

@@ -1,0 +1,113 @@
+"""Debounced file watching (watchdog): marks the index dirty and schedules a sync."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path, PurePath
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+log = logging.getLogger(__name__)
+
+IGNORED_SEGMENTS = frozenset(
+    {".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__", ".memwell"}
+)
+
+
+def is_relevant(path: str, suffixes: tuple[str, ...]) -> bool:
+    """Whether a changed path can affect the index."""
+    parts = PurePath(path).parts
+    if any(part in IGNORED_SEGMENTS for part in parts):
+        return False
+    return path.endswith(suffixes) or ".jsonl." in path
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: MemoryWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            path = raw.decode() if isinstance(raw, bytes) else raw
+            if not path:
+                continue
+            if event.is_directory and event.event_type == "created":
+                self.watcher.on_directory_created(Path(path))
+            if event.is_directory or is_relevant(path, (".md", ".jsonl")):
+                self.watcher.touch()
+                return
+
+
+class MemoryWatcher:
+    """Watches the memory roots; calls ``on_change`` once edits settle for ``debounce_s``."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        roots: Iterable[Path],
+        on_dirty: Callable[[], None],
+        on_change: Callable[[], None],
+        debounce_s: float,
+    ) -> None:
+        self.workspace = workspace
+        self.roots = [r for r in roots if r.is_dir()]
+        self.on_dirty = on_dirty
+        self.on_change = on_change
+        self.debounce_s = debounce_s
+        self._observer: Any = None
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._watched: set[Path] = set()
+
+    def start(self) -> None:
+        observer = Observer()
+        observer.daemon = True
+        handler = _Handler(self)
+        observer.schedule(handler, str(self.workspace), recursive=False)
+        for root in self.roots:
+            if root != self.workspace:
+                observer.schedule(handler, str(root), recursive=True)
+                self._watched.add(root)
+        self._handler = handler
+        observer.start()
+        self._observer = observer
+
+    def on_directory_created(self, path: Path) -> None:
+        """Start watching ``memory/`` if it appears after the watcher started."""
+        if path.parent == self.workspace and path.name == "memory" and path not in self._watched:
+            self._watched.add(path)
+            try:
+                self._observer.schedule(self._handler, str(path), recursive=True)
+            except Exception as exc:
+                log.warning("cannot watch %s: %s", path, exc)
+
+    def touch(self) -> None:
+        self.on_dirty()
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self.debounce_s, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        try:
+            self.on_change()
+        except Exception as exc:  # a watch-triggered failure is logged, never raised
+            log.warning("memwell watch sync failed: %s", exc)
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
