@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -53,6 +53,7 @@ class SearchBackend:
         :class:`BackendContext`; imports heavy dependencies lazily.
     :param config_model: pydantic model for the ``[backend.<name>]`` section.
     :param capabilities: e.g. ``{"hybrid", "vector", "keyword", "mmr", "decay", "sessions"}``.
+    :param diagnostics: optional facts for ``memwell doctor`` (versions, extensions...).
     """
 
     name: str
@@ -60,6 +61,7 @@ class SearchBackend:
     description: str = ""
     config_model: type[BaseModel] | None = None
     capabilities: frozenset[str] = field(default_factory=frozenset)
+    diagnostics: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,10 @@ class PluginRegistry:
         for info in self.infos.values():
             (info.backends if kind == "backend" else info.providers).clear()
 
+    def resolve(self) -> None:
+        """Resolve both registries now (fills each :class:`PluginInfo`'s lists)."""
+        _ = self.backends, self.providers
+
     def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call every implementation of a hook separately, isolating failures.
 

@@ -9,6 +9,7 @@ from memwell.descriptors import BackendContext, SearchBackend
 from memwell.hookspecs import hookimpl
 
 from .config import BuiltinConfig
+from .driver import capabilities
 
 if TYPE_CHECKING:
     from .manager import SqliteMemoryManager
@@ -29,4 +30,5 @@ def memwell_search_backends() -> Iterator[SearchBackend]:
         description="SQLite + FTS5 + sqlite-vec (numpy fallback); the default",
         config_model=BuiltinConfig,
         capabilities=frozenset({"keyword", "vector", "hybrid", "mmr", "decay", "sessions"}),
+        diagnostics=capabilities,
     )

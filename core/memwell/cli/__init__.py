@@ -1,0 +1,1 @@
+"""The ``memwell`` command line."""

@@ -1,0 +1,239 @@
+"""Conformance suites that backend and provider packages run against their own plugin.
+
+Usage (in your package's tests)::
+
+    from memwell.testing.conformance import BackendConformance
+
+    class TestMyBackend(BackendConformance):
+        @pytest.fixture
+        def memory_factory(self):
+            def make(workspace: Path) -> MemorySearchManager:
+                return MyManager(workspace)
+            return make
+
+and for providers::
+
+    class TestMyProvider(ProviderConformance):
+        @pytest.fixture
+        def provider(self):
+            return MyProvider(model="my-model")
+
+Every built-in plugin passes the same suites. Class attributes switch capability-gated tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ..embeddings import EmbeddingProvider, to_unit_matrix
+from ..errors import PathNotAllowedError
+from ..manager import MemorySearchManager
+from ..models import MemorySearchResult, MemoryStatus
+
+MemoryFactory = Callable[[Path], MemorySearchManager]
+
+HOSTILE_QUERIES = (
+    '"unbalanced',
+    "NEAR(a b",
+    "a OR",
+    "*",
+    "^start",
+    "-not",
+    "text:column",
+    "((()",
+    "a\x00b",
+    "x" * 10_000,
+    "🙂🚀 emoji",
+    "'; DROP TABLE chunks; --",
+    "\\%_",
+    "AND OR NOT",
+)
+
+FACTS = {
+    "MEMORY.md": "# Memory\n\nThe staging database listens on port 5433.\n"
+    "Alice prefers dark mode in every editor.\n",
+    "memory/2026-01-02.md": "# 2026-01-02\n\nWe picked Zanzibar as the codename for the "
+    "billing rewrite.\nThe retro is on Thursday.\n",
+    "memory/projects.md": "# Projects\n\n## Gardening\nTomatoes need watering every "
+    "morning.\n\n## Kubernetes\nThe cluster autoscaler caps at forty nodes.\n",
+}
+
+
+def write_workspace(root: Path, files: dict[str, str] = FACTS) -> Path:
+    """Write ``files`` (relative path -> text) under ``root``; returns ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+class BackendConformance:
+    """Behaviour every :class:`~memwell.MemorySearchManager` must show.
+
+    Supply a ``memory_factory`` fixture returning ``workspace -> manager``. The suite writes
+    Markdown files, calls ``sync()``, and checks searching, provenance, safe reads, status and
+    incremental updates.
+    """
+
+    #: the ``backend`` name status() must report
+    backend_name: str = ""
+
+    @pytest.fixture
+    def workspace(self, tmp_path: Path) -> Path:
+        return write_workspace(tmp_path / "ws")
+
+    @pytest.fixture
+    def memory(
+        self, memory_factory: MemoryFactory, workspace: Path
+    ) -> Iterator[MemorySearchManager]:
+        manager = memory_factory(workspace)
+        manager.sync(reason="conformance")
+        yield manager
+        manager.close()
+
+    def _find(self, memory: MemorySearchManager, query: str) -> list[MemorySearchResult]:
+        return memory.search(query, max_results=5, min_score=0.0)
+
+    def test_blank_query_returns_nothing(self, memory: MemorySearchManager) -> None:
+        assert memory.search("") == []
+        assert memory.search("   \n\t") == []
+
+    def test_keyword_fact_found_with_provenance(self, memory: MemorySearchManager) -> None:
+        results = self._find(memory, "Zanzibar codename")
+        assert results, "a planted keyword fact must be found"
+        top = results[0]
+        assert top.path == "memory/2026-01-02.md"
+        assert top.start_line <= 3 <= top.end_line
+        assert "Zanzibar" in top.snippet
+
+    def test_results_are_well_formed(self, memory: MemorySearchManager) -> None:
+        results = self._find(memory, "port database editor tomatoes")
+        assert results
+        scores = [r.score for r in results]
+        assert scores == sorted(scores, reverse=True)
+        for r in results:
+            assert 0.0 <= r.score <= 1.0
+            assert 1 <= r.start_line <= r.end_line
+            assert not r.path.startswith("/") and "\\" not in r.path
+            assert r.source == "memory"
+
+    def test_max_results_respected(self, memory: MemorySearchManager) -> None:
+        assert len(memory.search("the", max_results=1, min_score=0.0)) <= 1
+
+    @pytest.mark.parametrize("query", HOSTILE_QUERIES)
+    def test_hostile_queries_never_raise(self, memory: MemorySearchManager, query: str) -> None:
+        results = memory.search(query, min_score=0.0)
+        assert isinstance(results, list)
+
+    def test_read_file_whole_and_slice(self, memory: MemorySearchManager) -> None:
+        whole = memory.read_file("MEMORY.md")
+        assert whole.text.splitlines()[2] == "The staging database listens on port 5433."
+        part = memory.read_file("MEMORY.md", from_line=3, lines=1)
+        assert part.text == "The staging database listens on port 5433."
+        assert memory.read_file("MEMORY.md", from_line=999, lines=5).text == ""
+
+    def test_read_missing_memory_file_is_empty(self, memory: MemorySearchManager) -> None:
+        assert memory.read_file("memory/nope.md").text == ""
+
+    @pytest.mark.parametrize(
+        "path", ["../outside.md", "/etc/passwd", "memory/../../x.md", "notes.txt", ""]
+    )
+    def test_read_file_refuses_escapes(self, memory: MemorySearchManager, path: str) -> None:
+        with pytest.raises(PathNotAllowedError):
+            memory.read_file(path)
+
+    def test_status(self, memory: MemorySearchManager, workspace: Path) -> None:
+        status = memory.status()
+        assert isinstance(status, MemoryStatus)
+        if self.backend_name:
+            assert status.backend == self.backend_name
+        assert Path(status.workspace_dir).resolve() == workspace.resolve()
+        assert status.files >= 3
+
+    def test_incremental_edit_and_delete(
+        self, memory: MemorySearchManager, workspace: Path
+    ) -> None:
+        (workspace / "memory" / "2026-01-02.md").write_text(
+            "# 2026-01-02\n\nThe codename is now Quokka.\n", encoding="utf-8"
+        )
+        (workspace / "memory" / "new.md").write_text("Pelicans nest by the lake.\n")
+        memory.sync(reason="conformance-edit")
+        assert any("Quokka" in r.snippet for r in self._find(memory, "Quokka"))
+        assert not any("Zanzibar" in r.snippet for r in self._find(memory, "Zanzibar"))
+        assert any(r.path == "memory/new.md" for r in self._find(memory, "pelicans lake"))
+        (workspace / "memory" / "new.md").unlink()
+        memory.sync(reason="conformance-delete")
+        assert not any(r.path == "memory/new.md" for r in self._find(memory, "pelicans lake"))
+
+    def test_close_is_idempotent(self, memory_factory: MemoryFactory, workspace: Path) -> None:
+        manager = memory_factory(workspace)
+        manager.close()
+        manager.close()
+
+
+class ProviderConformance:
+    """Behaviour every :class:`~memwell.EmbeddingProvider` must show.
+
+    Supply a ``provider`` fixture. ``semantic = True`` adds a paraphrase-ranking check for
+    real models (hash or fake providers leave it off).
+    """
+
+    semantic: bool = False
+
+    TEXTS = ("The cat sleeps on the sofa.", "部署到生产环境", "emoji 🙂 and accents café", "x")
+
+    def test_identity(self, provider: EmbeddingProvider) -> None:
+        assert isinstance(provider.id, str) and provider.id
+        assert isinstance(provider.model, str) and provider.model
+        assert "/" not in provider.id
+
+    def test_batch_shape_and_order(self, provider: EmbeddingProvider) -> None:
+        vectors = to_unit_matrix(provider.embed_batch(list(self.TEXTS)))
+        assert vectors.shape[0] == len(self.TEXTS)
+        assert vectors.shape[1] > 0
+        assert np.isfinite(vectors).all()
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+        single = to_unit_matrix(provider.embed_batch([self.TEXTS[1]]))
+        assert single.shape == (1, vectors.shape[1])
+
+    def test_query_matches_dims(self, provider: EmbeddingProvider) -> None:
+        batch = to_unit_matrix(provider.embed_batch(["hello world"]))
+        query = np.asarray(provider.embed_query("hello world"), dtype=np.float32)
+        assert query.shape == (batch.shape[1],)
+        if provider.dims is not None:
+            assert provider.dims == batch.shape[1]
+
+    def test_deterministic(self, provider: EmbeddingProvider) -> None:
+        a = to_unit_matrix(provider.embed_batch(["stable text"]))
+        b = to_unit_matrix(provider.embed_batch(["stable text"]))
+        assert float(a[0] @ b[0]) > 0.999
+
+    def test_cache_key_data_is_json(self, provider: EmbeddingProvider) -> None:
+        method = getattr(provider, "cache_key_data", None)
+        data = method() if callable(method) else {"provider": provider.id}
+        encoded = json.dumps(data, sort_keys=True)
+        assert provider.id in encoded
+        for secret_word in ("api_key", "authorization"):
+            assert secret_word not in encoded.lower()
+
+    def test_max_input_tokens_sane(self, provider: EmbeddingProvider) -> None:
+        limit = provider.max_input_tokens
+        assert limit is None or (isinstance(limit, int) and limit > 0)
+
+    def test_paraphrase_ranks_above_unrelated(self, provider: EmbeddingProvider) -> None:
+        if not self.semantic:
+            pytest.skip("provider is not a semantic model")
+        v = to_unit_matrix(
+            provider.embed_batch(
+                ["How do I reset my password?", "I forgot my login credentials", "Tomato soup"]
+            )
+        )
+        assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.1
+        assert not math.isnan(float(v[0] @ v[1]))
