@@ -22,10 +22,25 @@ class EmbeddingProvider(Protocol):
     Vectors may be any float sequences; the core converts them to L2-normalised float32.
     """
 
-    id: str
-    model: str
-    dims: int | None
-    max_input_tokens: int | None
+    @property
+    def id(self) -> str:
+        """Provider id, e.g. ``"openai"``."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """Model name as sent to the provider (prefixes stripped)."""
+        ...
+
+    @property
+    def dims(self) -> int | None:
+        """Vector dimensions, or ``None`` until known."""
+        ...
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The model's input limit, or ``None`` to use the known table."""
+        ...
 
     def embed_query(self, text: str) -> Sequence[float] | Vector:
         """Embed one search query (providers with input types use the query type)."""
