@@ -1,0 +1,142 @@
+"""Safe ``read_file``: which paths may be read and how line slices are taken.
+
+A path is readable if it is a memory path inside the workspace or lies in a configured extra
+path, ends with ``.md``, and its real path (every symlink resolved) stays inside the real
+workspace memory area or the real extra directory. The last component must not be a symlink.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import BinaryIO
+
+from memwell.errors import PathNotAllowedError
+from memwell.models import ReadFileResult
+from memwell.sources.discovery import (
+    MEMORY_DIR,
+    normalize_extra_paths,
+    open_regular_file,
+    relative_path,
+)
+
+MAX_PATH_CHARS = 4096
+ROOT_READABLE_FILES = frozenset({"MEMORY.md", "memory.md", "DREAMS.md"})
+
+_LEADING_DOT_SLASH = re.compile(r"^(?:\./)+")
+
+
+def is_memory_path(rel: str) -> bool:
+    """True for ``MEMORY.md``, ``memory.md``, ``DREAMS.md`` and paths under ``memory/``."""
+    stripped = _LEADING_DOT_SLASH.sub("", rel)
+    return stripped in ROOT_READABLE_FILES or stripped.startswith(f"{MEMORY_DIR}/")
+
+
+def _reject(reason: str) -> PathNotAllowedError:
+    return PathNotAllowedError(f"path not allowed: {reason}")
+
+
+def _validated_input(rel_path: str) -> str:
+    raw = rel_path.strip()
+    if not raw:
+        raise PathNotAllowedError("path required")
+    if "\x00" in raw:
+        raise _reject("contains a NUL byte")
+    if len(raw) > MAX_PATH_CHARS:
+        raise _reject(f"longer than {MAX_PATH_CHARS} characters")
+    try:
+        os.fsencode(raw)
+    except UnicodeEncodeError as exc:
+        raise _reject("not encodable for this filesystem") from exc
+    return raw
+
+
+def _is_within(child: str, parent: str) -> bool:
+    return os.path.commonpath([child, parent]) == parent
+
+
+def _in_workspace_memory(abs_path: str, real: str, workspace: Path) -> bool:
+    rel = relative_path(Path(abs_path), workspace)
+    if rel == "." or rel.split("/", 1)[0] == ".." or not is_memory_path(rel):
+        return False
+    real_ws = os.path.realpath(workspace)
+    return _is_within(real, real_ws) and is_memory_path(relative_path(Path(real), Path(real_ws)))
+
+
+def _in_extra_path(abs_path: str, real: str, extra: Path) -> bool:
+    try:
+        mode = os.lstat(extra).st_mode
+    except OSError:
+        return False
+    if stat.S_ISDIR(mode):
+        return _is_within(abs_path, str(extra)) and _is_within(real, os.path.realpath(extra))
+    return stat.S_ISREG(mode) and abs_path == str(extra)
+
+
+def resolve_read_path(
+    workspace: Path, rel_path: str, extra_paths: Sequence[str] = ()
+) -> tuple[Path, str]:
+    """Check ``rel_path`` against the read rules; return ``(real absolute path, display path)``.
+
+    Raises :class:`PathNotAllowedError` if the path is empty, malformed, not Markdown, outside
+    the allowed set, escapes it through a symlink, or is itself a symlink.
+    """
+    raw = _validated_input(rel_path)
+    ws = Path(os.path.abspath(workspace))
+    abs_path = os.path.normpath(os.path.join(ws, raw))
+    display = relative_path(Path(abs_path), ws)
+    if not abs_path.endswith(".md"):
+        raise _reject(f"not a Markdown file: {display}")
+    real = os.path.realpath(abs_path)
+    allowed = _in_workspace_memory(abs_path, real, ws) or any(
+        _in_extra_path(abs_path, real, extra) for extra in normalize_extra_paths(ws, extra_paths)
+    )
+    if not allowed:
+        raise _reject(f"outside the memory files: {display}")
+    if os.path.islink(abs_path):
+        raise _reject(f"symlink: {display}")
+    return Path(real), display
+
+
+def read_memory_file(
+    workspace: Path,
+    rel_path: str,
+    *,
+    from_line: int | None = None,
+    lines: int | None = None,
+    extra_paths: Sequence[str] = (),
+) -> ReadFileResult:
+    """Read an allowed memory file, whole or a 1-based line slice (0 or None means unset).
+
+    A missing file gives empty text; so does a slice past the end of the file. Undecodable
+    bytes are replaced. Slices stream the file line by line.
+    """
+    real, display = resolve_read_path(workspace, rel_path, extra_paths)
+    try:
+        with open_regular_file(real) as handle:
+            text = _read_text(handle, from_line or None, lines or None)
+    except FileNotFoundError:
+        return ReadFileResult(path=display, text="")
+    return ReadFileResult(path=display, text=text)
+
+
+def _read_text(handle: BinaryIO, from_line: int | None, lines: int | None) -> str:
+    if from_line is None and lines is None:
+        return handle.read().decode("utf-8", errors="replace")
+    start = max(1, from_line or 1) - 1
+    stop = None if lines is None else start + max(1, lines)
+    return "\n".join(islice(_split_lines(handle), start, stop))
+
+
+def _split_lines(handle: BinaryIO) -> Iterator[str]:
+    """Yield the lines of ``handle`` exactly as ``text.split("\\n")`` would, without loading it."""
+    ended_with_newline = True
+    for raw in handle:
+        ended_with_newline = raw.endswith(b"\n")
+        yield (raw[:-1] if ended_with_newline else raw).decode("utf-8", errors="replace")
+    if ended_with_newline:
+        yield ""

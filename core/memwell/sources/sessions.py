@@ -1,0 +1,177 @@
+"""Session transcripts (JSONL): which files count and how they become searchable text.
+
+Each kept user or assistant message becomes one content line (``User: …`` or
+``Assistant: …``), whitespace-normalised and redacted, mapped back to its JSONL line number.
+Hostile input never raises: anything malformed is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memwell.sources.redact import redact
+
+_ARCHIVE_TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}(?:\.[0-9]{3})?Z"
+_TRANSCRIPT_NAME = re.compile(
+    rf".*\.jsonl(?:\.(?:reset|deleted)\.{_ARCHIVE_TIMESTAMP})?", re.DOTALL
+)
+_WHITESPACE = re.compile(r"\s+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ROLE_LABELS = {"user": "User", "assistant": "Assistant"}
+_SECONDS_LIMIT = 1e11
+_MAX_EPOCH_MS = 8.64e15
+_DREAMING_CUSTOM_TYPE = "openclaw:bootstrap-context:full"
+_DREAMING_RUN_PREFIX = "dreaming-narrative-"
+
+
+@dataclass(frozen=True)
+class ParsedSession:
+    """Searchable text of one transcript, with a JSONL line and a timestamp per content line."""
+
+    content: str
+    line_map: tuple[int, ...]
+    timestamps: tuple[int, ...]
+    generated_by_dreaming: bool
+
+
+def is_session_transcript(name: str) -> bool:
+    """True for ``*.jsonl`` and archived ``*.jsonl.reset.<ts>`` / ``*.jsonl.deleted.<ts>``."""
+    return _TRANSCRIPT_NAME.fullmatch(name) is not None
+
+
+def list_session_files(sessions_dir: Path) -> list[Path]:
+    """Transcript files directly in ``sessions_dir`` (regular files, no symlinks), sorted."""
+    try:
+        with os.scandir(sessions_dir) as listing:
+            return sorted(
+                Path(entry.path)
+                for entry in listing
+                if is_session_transcript(entry.name) and entry.is_file(follow_symlinks=False)
+            )
+    except OSError:
+        return []
+
+
+def _normalise(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", _WHITESPACE.sub(" ", text)).strip()
+
+
+def _message_text(content: object) -> str:
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [
+            block["text"]
+            for block in content
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ]
+    else:
+        return ""
+    return " ".join(normalised for normalised in map(_normalise, parts) if normalised)
+
+
+def _iso_ms(value: str) -> float:
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = f"{text[:-1]}+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.timestamp() * 1000
+    except (ValueError, OverflowError):
+        return 0.0
+
+
+def _timestamp_ms(value: object) -> int:
+    """Epoch ms from a number (seconds if below 1e11) or an ISO string; 0 if unusable."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    if isinstance(value, (int, float)):
+        ms: float = value * 1000 if 0 < value < _SECONDS_LIMIT else value
+    elif isinstance(value, str):
+        ms = _iso_ms(value)
+    else:
+        return 0
+    return int(ms) if 0 < ms <= _MAX_EPOCH_MS else 0
+
+
+def _record_timestamp(record: dict[str, object], message: dict[str, object]) -> int:
+    for candidate in (message.get("timestamp"), record.get("timestamp")):
+        ms = _timestamp_ms(candidate)
+        if ms:
+            return ms
+    return 0
+
+
+def _is_dreaming_marker(record: dict[str, object]) -> bool:
+    data = record.get("data")
+    if record.get("type") != "custom" or record.get("customType") != _DREAMING_CUSTOM_TYPE:
+        return False
+    run_id = data.get("runId") if isinstance(data, dict) else None
+    return isinstance(run_id, str) and run_id.startswith(_DREAMING_RUN_PREFIX)
+
+
+def _load_record(line: str) -> dict[str, object] | None:
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _message_line(record: dict[str, object]) -> tuple[str, int] | None:
+    """``("User: text", timestamp)`` for a kept message record, else None."""
+    message = record.get("message")
+    if record.get("type") != "message" or not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    label = _ROLE_LABELS.get(role) if isinstance(role, str) else None
+    text = _message_text(message.get("content"))
+    if label is None or not text:
+        return None
+    return f"{label}: {redact(text)}", _record_timestamp(record, message)
+
+
+def parse_session_jsonl(raw: str) -> ParsedSession:
+    """Parse a JSONL transcript into content lines; malformed lines are skipped, never raised."""
+    lines: list[str] = []
+    line_map: list[int] = []
+    timestamps: list[int] = []
+    dreaming = False
+    for number, line in enumerate(raw.split("\n"), start=1):
+        record = _load_record(line)
+        if record is None:
+            continue
+        dreaming = dreaming or _is_dreaming_marker(record)
+        kept = _message_line(record)
+        if kept is not None:
+            lines.append(kept[0])
+            line_map.append(number)
+            timestamps.append(kept[1])
+    return ParsedSession("\n".join(lines), tuple(line_map), tuple(timestamps), dreaming)
+
+
+def session_entry_hash(parsed: ParsedSession) -> str:
+    """sha256 of content, line map and timestamps; changes whenever any of them changes."""
+    payload = "\n".join(
+        (
+            parsed.content,
+            ",".join(map(str, parsed.line_map)),
+            ",".join(map(str, parsed.timestamps)),
+        )
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
