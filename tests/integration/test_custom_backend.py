@@ -37,9 +37,7 @@ def _registry() -> PluginRegistry:
     return registry
 
 
-def _factory(
-    tmp_path: Path, **overrides: Any
-) -> Callable[[Path], MemorySearchManager]:
+def _factory(tmp_path: Path, **overrides: Any) -> Callable[[Path], MemorySearchManager]:
     def make(workspace: Path) -> MemorySearchManager:
         registry = _registry()
         settings = load_settings(
@@ -133,7 +131,8 @@ def test_plugin_section_is_validated(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("isolated")
 def test_custom_index_path(tmp_path: Path) -> None:
     workspace = _toml_workspace(
-        tmp_path, 'backend = "jsonfile"\nprovider = "none"\n[backends.jsonfile]\npath = "idx.json"\n'
+        tmp_path,
+        'backend = "jsonfile"\nprovider = "none"\n[backends.jsonfile]\npath = "idx.json"\n',
     )
     memory = open_memory(workspace, registry=_registry())
     memory.sync()

@@ -307,3 +307,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ..factory import close_all
 
         close_all()
+
+
+from . import mcp_command  # noqa: E402, F401  (registers ``memwell mcp``)
