@@ -227,11 +227,11 @@ class JsonFileManager(BaseMemoryManager):
         hybrid = self.settings.query.hybrid
         pool = min(200, limit * hybrid.candidate_multiplier)
         rows, matrix = self._rows()
-        keyword = keyword_candidates(text, rows, pool)
         if matrix is None or self.runtime.provider is None:
-            ranked = self._rank(keyword)
+            ranked = self._rank(keyword_candidates(text, rows, pool, boost=True))
             found = ([c for c in ranked if c.score >= floor] or ranked)[:limit]
         else:
+            keyword = keyword_candidates(text, rows, pool, boost=False)
             vector = vector_candidates(self.runtime.embed_query(text), rows, matrix, pool)
             w_vector, w_text = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
             if hybrid.fusion == "rrf":

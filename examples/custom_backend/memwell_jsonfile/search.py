@@ -1,8 +1,9 @@
 """Scoring for the ``jsonfile`` backend, built from memwell's shared retrieval blocks.
 
-Keyword relevance is the share of the query's terms found in a chunk. Terms are lowercased
-words minus memwell's multilingual stop words, and CJK text is segmented with memwell's
-n-gram segmentation, so Chinese or Japanese queries match without a tokenizer. Vector
+Keyword relevance is the share of the query's terms found in a chunk. Terms are memwell's
+tokens minus its multilingual stop words, and CJK text is segmented with memwell's n-gram
+segmentation, so Chinese or Japanese queries match without a tokenizer. Without vectors the
+reference's keyword-only boost is added (coverage, density, path and length). Vector
 relevance is the cosine similarity of the unit vectors the embedding runtime returns.
 """
 
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
+from memwell.retrieval.fts_query import keyword_boost
+from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 
-_WORD = re.compile(r"\w+")
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 
 
@@ -47,18 +49,24 @@ class Row:
 
 def text_terms(text: str) -> frozenset[str]:
     """Every term a chunk can be found by: its words, CJK unigrams and bigrams."""
-    return frozenset(_WORD.findall(segment_for_index(text).lower()))
+    return frozenset(tokenize(segment_for_index(text)))
 
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a query: content words, then CJK bigrams (stop words dropped)."""
-    words = _WORD.findall(_CJK_RUN.sub(" ", query.lower()))
+    words = tokenize(_CJK_RUN.sub(" ", query))
     terms = [w for w in words if w not in ALL_STOPWORDS] + segment_query_terms(query)
     return list(dict.fromkeys(terms))
 
 
-def keyword_candidates(query: str, rows: Sequence[Row], limit: int) -> list[Candidate]:
-    """Chunks sharing at least one term with ``query``, best coverage first."""
+def keyword_candidates(
+    query: str, rows: Sequence[Row], limit: int, *, boost: bool
+) -> list[Candidate]:
+    """Chunks sharing at least one term with ``query``, best first.
+
+    ``text_score`` is the share of query terms found; ``score`` adds :func:`keyword_boost`
+    when ``boost`` is set (keyword-only mode), capped at 1.
+    """
     terms = query_terms(query)
     if not terms:
         return []
@@ -66,7 +74,10 @@ def keyword_candidates(query: str, rows: Sequence[Row], limit: int) -> list[Cand
     for row in rows:
         matched = sum(term in row.terms for term in terms)
         if matched:
-            hits.append(row.candidate(text_score=matched / len(terms)))
+            hit = row.candidate(text_score=matched / len(terms))
+            if boost:
+                hit.score = min(1.0, hit.text_score + keyword_boost(query, row.text, row.path))
+            hits.append(hit)
     hits.sort(key=lambda c: c.score, reverse=True)
     return hits[:limit]
 
