@@ -202,10 +202,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _parse_env_value(raw: str) -> Any:
+    """JSON lists and tables are decoded; anything else stays a string for pydantic to convert,
+    so a numeric-looking model name, API key or header value is not turned into a number."""
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except ValueError:
         return raw
+    return value if isinstance(value, (list, dict)) else raw
 
 
 def env_layer(environ: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:

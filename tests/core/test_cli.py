@@ -1,0 +1,221 @@
+"""The ``memwell`` command: JSON output, and one clear line (never a traceback) for mistakes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from memwell import factory
+from memwell.cli.main import cli, main
+from memwell.testing.conformance import write_workspace
+
+MEMWELL = str(Path(sys.executable).with_name("memwell"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in list(os.environ):
+        if name.startswith("MEMWELL_") and name != "MEMWELL_LOAD_PLUGINS":
+            monkeypatch.delenv(name)
+    yield
+    factory.close_all()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return write_workspace(tmp_path / "ws")
+
+
+def run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWELL_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    return subprocess.run(
+        [MEMWELL, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
+
+
+def assert_one_error_line(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error:")
+    return lines[0]
+
+
+# ---------------------------------------------------------------- user mistakes (subprocess)
+
+
+def test_unknown_config_key_one_line(ws: Path, tmp_path: Path) -> None:
+    config = ws / "memwell.toml"
+    config.write_text("[query]\nmax_resluts = 3\n")
+    line = assert_one_error_line(run(["-w", str(ws), "status"], tmp_path))
+    assert "query.max_resluts" in line and str(config) in line
+
+
+def test_missing_workspace_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-ws"
+    line = assert_one_error_line(run(["-w", str(missing), "search", "x"], tmp_path))
+    assert str(missing) in line
+
+
+def test_get_refuses_parent_paths(ws: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.md").write_text("top secret\n")
+    proc = run(["--provider", "none", "-w", str(ws), "get", "../secret.md"], tmp_path)
+    line = assert_one_error_line(proc)
+    assert "secret.md" in line
+    assert "top secret" not in proc.stdout
+
+
+def test_missing_config_file_one_line(ws: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.toml"
+    line = assert_one_error_line(run(["--config", str(missing), "-w", str(ws), "status"], tmp_path))
+    assert str(missing) in line
+
+
+# ---------------------------------------------------------------- user mistakes (in process)
+
+
+def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    code = info.value.code
+    return (code if isinstance(code, int) else 1), out, err
+
+
+def test_bad_env_var_names_the_variable(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMWELL_QUERY__MAX_RESULTS", "abc")
+    code, _, err = _main(["-w", str(ws), "status"], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error:")
+    assert "MEMWELL_QUERY__MAX_RESULTS" in err
+
+
+def test_unknown_provider_one_line(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _main(["--provider", "nosuch", "-w", str(ws), "search", "x"], capsys)
+    assert code == 2
+    assert err.startswith("error:") and "'nosuch'" in err and err.count("\n") == 1
+
+
+def test_unknown_backend_one_line(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _main(["--backend", "nosuch", "-w", str(ws), "status"], capsys)
+    assert code == 2
+    assert "'nosuch'" in err and "builtin" in err and "Traceback" not in err
+
+
+def test_usage_error_exit_code(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _main(["-w", str(ws), "search", "x", "--max-results", "0"], capsys)
+    assert code == 2
+    assert "max-results" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- happy paths (CliRunner)
+
+
+def test_search_json_keyword_only(ws: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["--provider", "none", "-w", str(ws), "search", "Zanzibar codename", "--json"]
+    )
+    assert result.exit_code == 0, (result.output, result.exception)
+    data = json.loads(result.stdout)
+    assert data["query"] == "Zanzibar codename"
+    results = data["results"]
+    assert isinstance(results, list) and results
+    for item in results:
+        assert {"path", "start_line", "end_line", "score", "snippet", "source"} <= set(item)
+        assert 1 <= item["start_line"] <= item["end_line"]
+        assert 0.0 <= item["score"] <= 1.0
+    top = results[0]
+    assert top["path"] == "memory/2026-01-02.md" and "Zanzibar" in top["snippet"]
+    assert top["source"] == "memory"
+
+
+def test_search_text_output_and_no_results(ws: Path) -> None:
+    runner = CliRunner()
+    hit = runner.invoke(cli, ["--provider", "none", "-w", str(ws), "search", "tomatoes"])
+    assert hit.exit_code == 0, hit.output
+    assert "memory/projects.md:" in hit.stdout and "score" in hit.stdout
+    miss = runner.invoke(cli, ["--provider", "none", "-w", str(ws), "search", "xylophonequartz"])
+    assert miss.exit_code == 0
+    assert miss.stdout.strip() == "no results"
+
+
+def test_get_prints_exact_lines(ws: Path) -> None:
+    runner = CliRunner()
+    args = ["--provider", "none", "-w", str(ws), "get", "MEMORY.md", "--from", "3", "--lines", "1"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "The staging database listens on port 5433.\n"
+    as_json = runner.invoke(cli, [*args, "--json"])
+    assert json.loads(as_json.stdout) == {
+        "path": "MEMORY.md",
+        "text": "The staging database listens on port 5433.",
+    }
+
+
+def test_index_then_status_json(ws: Path) -> None:
+    runner = CliRunner()
+    indexed = runner.invoke(cli, ["--provider", "none", "-w", str(ws), "index"])
+    assert indexed.exit_code == 0, indexed.output
+    assert "indexed 3 files" in indexed.stdout and "fts-only" in indexed.stdout
+    result = runner.invoke(cli, ["--provider", "none", "-w", str(ws), "status", "--json"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    assert status["backend"] == "builtin"
+    assert status["search_mode"] == "fts-only"
+    assert status["files"] == 3 and status["chunks"] >= 3
+    assert Path(status["workspace_dir"]).resolve() == ws.resolve()
+    assert "fallback" in status  # aliases used in JSON
+    text = runner.invoke(cli, ["--provider", "none", "-w", str(ws), "status"])
+    assert "backend:    builtin" in text.stdout and "mode:       fts-only" in text.stdout
+
+
+def test_workspace_from_env(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMWELL_WORKSPACE", str(ws))
+    result = CliRunner().invoke(cli, ["--provider", "none", "search", "autoscaler", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["path"] == "memory/projects.md"
+
+
+# ---------------------------------------------------------------- plugins and doctor (subprocess)
+
+
+def test_plugins_json_lists_builtin(tmp_path: Path) -> None:
+    proc = run(["plugins", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)}
+    builtin = rows["builtin"]
+    assert builtin["status"] == "loaded"
+    assert builtin["distribution"] == "memwell-sqlite"
+    assert builtin["kinds"] == ["backend"]
+    assert ["backend", "builtin"] in builtin["provides"]
+    assert builtin["error"] is None
+    text = run(["plugins"], tmp_path)
+    assert any(
+        line.startswith("builtin") and "memwell-sqlite" in line for line in text.stdout.splitlines()
+    )
+
+
+def test_doctor_reports_sqlite_and_fts5(tmp_path: Path) -> None:
+    proc = run(["doctor"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sqlite3.sqlite_version in proc.stdout
+    assert "fts5" in proc.stdout
+    assert "builtin" in proc.stdout
+    report = json.loads(run(["doctor", "--json"], tmp_path).stdout)
+    assert report["python"]["stdlib sqlite3"] == sqlite3.sqlite_version
+    assert report["python"]["stdlib fts5"] == "yes"
+    assert report["plugins"]["builtin"] == "loaded"
+    assert "sqlite_version" in report["backend builtin"]
