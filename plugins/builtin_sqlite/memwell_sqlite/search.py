@@ -117,6 +117,10 @@ class Searcher:
         limit = candidate_count(max_results, cfg.candidate_multiplier)
         use_fts = cfg.enabled and store.fts_available
         keyword = self.keyword(store, query, limit, sources) if use_fts else []
+        best = max((c.text_score for c in keyword), default=0.0)
+        if best > 0:  # BM25 magnitudes depend on corpus size: rescale so the best hit is 1
+            for c in keyword:
+                c.text_score /= best
         vector: list[Candidate] = []
         if query_vector is not None and query_vector.any():
             vector = self.vector(store, model, query_vector, limit, sources, generation)
