@@ -1,0 +1,5 @@
+"""Mistral embedding provider for memwell (provider id ``mistral``)."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,54 @@
+"""The Mistral embeddings client (``mistralai`` 3.x): ``POST {base}/embeddings``.
+
+The SDK appends ``/v1`` itself, so a configured base URL ending in ``/v1`` (the reference's
+form) is trimmed before it is handed over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import httpx2
+from memwell.descriptors import ProviderContext
+from memwell.errors import ProviderError
+from memwell.remote import RemoteEmbeddingProvider, RemoteEndpoint, status_error, transport_error
+from mistralai.client import Mistral, errors
+from mistralai.client.types import UNSET
+
+
+class MistralEmbeddingProvider(RemoteEmbeddingProvider):
+    """Embeddings through the official ``mistralai`` client, with SDK retries disabled."""
+
+    id = "mistral"
+    model_prefixes = ("mistral/",)
+    default_base_url = "https://api.mistral.ai/v1"
+
+    def __init__(self, ctx: ProviderContext, endpoint: RemoteEndpoint) -> None:
+        super().__init__(ctx, endpoint)
+        server_url = self.base_url.removesuffix("/v1")
+        self.client = Mistral(
+            api_key=endpoint.api_key,
+            server_url=server_url,
+            timeout_ms=max(1, round(endpoint.timeout_seconds * 1000)),
+            retry_config=None,
+        )
+
+    def _request(self, texts: list[str], *, query: bool) -> Sequence[Sequence[float] | None]:
+        response = self.client.embeddings.create(
+            model=self.model,
+            inputs=texts,
+            output_dimension=self.output_dimensionality or UNSET,
+            http_headers=self.endpoint.headers or None,
+        )
+        ordered = sorted(
+            enumerate(response.data),
+            key=lambda pair: pair[0] if pair[1].index is None else pair[1].index,
+        )
+        return [item.embedding for _, item in ordered]
+
+    def _sdk_error(self, exc: Exception) -> ProviderError | None:
+        if isinstance(exc, errors.MistralError):
+            return status_error(self.id, exc.status_code, exc.message)
+        if isinstance(exc, (httpx2.TransportError, errors.NoResponseError)):
+            return transport_error(self.id, exc)
+        return None
