@@ -1,0 +1,28 @@
+"""memwell plugin entry point: registers the ``qmd`` search backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from memwell.descriptors import BackendContext, SearchBackend
+from memwell.hookspecs import hookimpl
+
+from .config import QmdConfig
+from .manager import BACKEND_NAME, QmdMemoryManager
+
+
+def create_manager(ctx: BackendContext) -> QmdMemoryManager:
+    """Build a :class:`QmdMemoryManager` for ``ctx.workspace`` from ``[backends.qmd]``."""
+    config = ctx.plugin_config if isinstance(ctx.plugin_config, QmdConfig) else QmdConfig()
+    return QmdMemoryManager(ctx.workspace, ctx.settings, config, purpose=ctx.purpose)
+
+
+@hookimpl
+def memwell_search_backends() -> Iterator[SearchBackend]:
+    yield SearchBackend(
+        name=BACKEND_NAME,
+        create=create_manager,
+        description="qmd CLI (BM25, vectors, rerank) as a subprocess, isolated per workspace",
+        config_model=QmdConfig,
+        capabilities=frozenset({"keyword", "vector", "hybrid"}),
+    )
