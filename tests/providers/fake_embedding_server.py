@@ -104,6 +104,7 @@ class FakeEmbeddingServer:
         self.requests: list[Recorded] = []
         self.batch_plan = BatchPlan()
         self.files: dict[str, bytes] = {}
+        self.uploads: list[str] = []
         self.jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._counter = 0
@@ -125,6 +126,10 @@ class FakeEmbeddingServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     # -- scripting and inspection --------------------------------------------------------------
+
+    def uploaded_lines(self, index: int = 0) -> list[Any]:
+        """The JSON lines of the ``index``-th uploaded batch input file."""
+        return [json.loads(line) for line in self.files[self.uploads[index]].splitlines()]
 
     def push(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -214,6 +219,7 @@ class FakeEmbeddingServer:
             fields[str(name)] = payload if isinstance(payload, bytes) else b""
         file_id = self._next_id("file")
         self.files[file_id] = fields["file"]
+        self.uploads.append(file_id)
         return _json(
             {
                 "id": file_id,
@@ -239,6 +245,7 @@ class FakeEmbeddingServer:
     ) -> _Response:
         file_id = self._next_id("file")
         self.files[file_id] = body
+        self.uploads.append(file_id)
         file = {"name": f"files/{file_id}", "mimeType": "jsonl", "sizeBytes": str(len(body))}
         return _Response(
             200, json.dumps({"file": file}).encode(), headers={"x-goog-upload-status": "final"}

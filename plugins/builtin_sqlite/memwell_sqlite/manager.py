@@ -430,16 +430,15 @@ class SqliteMemoryManager(BaseMemoryManager):
 
     def _provider_fields(self) -> dict[str, Any]:
         requested = self.settings.provider
-        if not self.runtime.initialized:
-            return {"provider": requested, "model": self.settings.model or None}
-        if self.runtime.error is not None:
+        try:  # selection is cheap: providers load models lazily
+            selection = self.runtime.selection()
+        except Exception as exc:
             return {
                 "provider": requested,
                 "model": self.settings.model or None,
                 "search_mode": "disabled",
-                "provider_unavailable_reason": str(self.runtime.error),
+                "provider_unavailable_reason": f"{type(exc).__name__}: {exc}",
             }
-        selection = self.runtime.selection()
         if selection.provider is None:
             return {
                 "provider": "none",
@@ -471,7 +470,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             db_path = str(store.path) if store is not None else None
         fields = self._provider_fields()
         has_vectors = fields.get("search_mode") not in ("fts-only", "disabled")
-        if has_vectors and self.runtime.initialized and meta:
+        if has_vectors and meta:
             expected = self._expected_meta()
             if meta.get("provider_key") != expected["provider_key"]:
                 fields.setdefault("search_mode", "fts-only")
