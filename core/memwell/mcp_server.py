@@ -6,9 +6,10 @@ so every call returns the same never-raise payload an OpenAI tool call would (``
 memory is unavailable, ``error`` for a bad argument). The payload is sent both as structured
 content and as JSON text; ``isError`` is set when it carries an ``error``.
 
-When the manager also exposes ``store``, ``recall`` and ``forget`` methods (a capture-capable
-backend such as LanceDB), the tools ``memory_store``, ``memory_recall`` and ``memory_forget``
-are offered too; see :data:`CAPTURE_METHODS` for the duck-typed contract.
+When the active manager also exposes ``store``, ``recall`` and ``forget`` methods (a
+capture-capable backend such as LanceDB), the tools ``memory_store``, ``memory_recall`` and
+``memory_forget`` are offered too; see :data:`CAPTURE_METHODS` for the duck-typed contract and
+:func:`capture_target` for how the active manager is found.
 
 Transports: stdio (the default) and streamable HTTP bound to 127.0.0.1. Managers are
 synchronous, so every tool call runs in a worker thread and never blocks the event loop.
@@ -43,6 +44,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
+from .fallback import FallbackMemoryManager
 from .manager import MemorySearchManager
 from .prompt import memory_prompt_section
 from .tools import execute_tool, tool_definitions
@@ -153,9 +155,20 @@ class _BadArgument(ValueError):
     """A capture tool argument has the wrong type."""
 
 
-def has_capture(manager: object) -> bool:
-    """Whether ``manager`` exposes every method in :data:`CAPTURE_METHODS`."""
-    return all(callable(getattr(manager, name, None)) for name in CAPTURE_METHODS)
+def capture_target(manager: object) -> Any | None:
+    """The manager serving ``manager``'s calls if it exposes :data:`CAPTURE_METHODS`, else None.
+
+    The :class:`~memwell.fallback.FallbackMemoryManager` that ``open_memory`` puts around every
+    non-builtin backend is looked through to its primary while the primary serves; after a
+    switch to the fallback there is no target.
+    """
+    if isinstance(manager, FallbackMemoryManager):
+        if manager.primary_failed:
+            return None
+        manager = getattr(manager, "_primary", None)  # the wrapper has no public accessor
+    if all(callable(getattr(manager, name, None)) for name in CAPTURE_METHODS):
+        return manager
+    return None
 
 
 def _string(args: Mapping[str, Any], name: str, *, required: bool) -> str | None:
@@ -207,15 +220,16 @@ def execute_capture_tool(
 ) -> dict[str, Any]:
     """Run ``memory_store``, ``memory_recall`` or ``memory_forget`` on ``manager``. Never raises.
 
-    A wrong argument gives ``{"error": ...}``; a failure of the manager (or a manager without
-    the capture methods) gives ``{"disabled": true, "error": ...}``.
+    A wrong argument gives ``{"error": ...}``; a failure of the manager, or no capture target
+    (see :func:`capture_target`), gives ``{"disabled": true, "error": ...}``.
     """
     if name not in _CAPTURE_TOOLS:
         return {"error": f"unknown tool {name!r}; expected one of {sorted(_CAPTURE_TOOLS)}"}
-    if not has_capture(manager):
-        return {"disabled": True, "error": "this memory backend does not store memories"}
+    target = capture_target(manager)
+    if target is None:
+        return {"disabled": True, "error": "the active memory backend does not store memories"}
     try:
-        return dict(_capture_call(manager, name, arguments))
+        return dict(_capture_call(target, name, arguments))
     except _BadArgument as exc:
         return {"error": str(exc)}
     except Exception as exc:
@@ -255,7 +269,7 @@ def memory_tools(manager: MemorySearchManager, *, citations: str = "auto") -> li
         )
         for definition in tool_definitions()
     ]
-    if has_capture(manager):
+    if capture_target(manager) is not None:
         tools += [
             McpTool(copy.deepcopy(definition), partial(execute_capture_tool, name, manager=manager))
             for name, definition in _CAPTURE_TOOLS.items()

@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
+from memwell.fallback import FallbackMemoryManager
 from memwell.mcp_server import McpMemoryServer
 from memwell.models import MemorySearchResult, MemoryStatus, ReadFileResult
 from memwell.testing.conformance import write_workspace
@@ -199,24 +200,37 @@ def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
 # -- capture tools (memory_store / memory_recall / memory_forget), in-process ----------------
 
 
-class CaptureManager:
-    """A manager with ``store``/``recall``/``forget``, as a LanceDB-like backend exposes."""
+class PlainManager:
+    """A minimal search manager; ``broken`` makes search fail."""
 
     def __init__(self) -> None:
-        self.memories: dict[str, str] = {}
-        self.fail = False
+        self.broken = False
 
     def search(self, query: str, **_: Any) -> list[MemorySearchResult]:
+        if self.broken:
+            raise RuntimeError("index is gone")
         return []
 
     def read_file(self, rel_path: str, **_: Any) -> ReadFileResult:
         return ReadFileResult(path=rel_path, text="")
 
     def status(self) -> MemoryStatus:
-        return MemoryStatus(backend="capture", provider="none", workspace_dir="/tmp")
+        return MemoryStatus(backend="plain", provider="none", workspace_dir="/tmp")
 
     def sync(self, **_: Any) -> None:
         return None
+
+    def close(self) -> None:
+        return None
+
+
+class CaptureManager(PlainManager):
+    """Also has ``store``/``recall``/``forget``, as a LanceDB-like backend exposes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memories: dict[str, str] = {}
+        self.fail = False
 
     def store(
         self, text: str, *, importance: float | None = None, category: str | None = None
@@ -285,5 +299,29 @@ def test_capture_tools_when_the_manager_supports_them() -> None:
             manager.fail = True
             broken = await call(client, "memory_store", {"text": "y"})
             assert broken == {"disabled": True, "error": "table is gone"}
+
+    run(scenario)
+
+
+def test_capture_tools_through_the_fallback_wrapper() -> None:
+    primary = CaptureManager()
+    wrapper = FallbackMemoryManager(primary, PlainManager, primary_name="capture")
+
+    async def scenario() -> None:
+        server = McpMemoryServer(wrapper, sync_on_start=False)
+        async with Client(server.server) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"memory_store", "memory_recall", "memory_forget"} <= names
+            stored = payload(await client.call_tool("memory_store", {"text": "I prefer tea"}))
+            assert stored["action"] == "created"
+
+            primary.broken = True  # the wrapper switches to its fallback for good
+            found = payload(await client.call_tool("memory_search", {"query": "tea"}))
+            assert found["fallback"]["from"] == "capture"
+            after = payload(await client.call_tool("memory_store", {"text": "I prefer coffee"}))
+            assert after == {
+                "disabled": True,
+                "error": "the active memory backend does not store memories",
+            }
 
     run(scenario)
