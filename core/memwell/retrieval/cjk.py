@@ -1,0 +1,78 @@
+"""CJK character classes and n-gram segmentation for keyword search.
+
+FTS5's ``unicode61`` tokenizer treats a run of Han, kana or Hangul characters as one token, so a
+query word inside a longer run never matches. Indexing every CJK run as its character unigrams
+and adjacent bigrams (:func:`segment_for_index`) and querying with bigrams
+(:func:`segment_query_terms`) makes Chinese, Japanese and Korean keyword search work with the
+default tokenizer.
+
+The character classes are regex class bodies (no brackets). They list only word characters
+(letters, numbers): CJK punctuation such as ``・`` or ``。`` is deliberately left out.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+HAN_CLASS = (
+    "\u3005-\u3007"  # 々 〆 〇
+    "\u3400-\u4dbf"  # Extension A
+    "\u4e00-\u9fff"  # Unified Ideographs
+    "\uf900-\ufaff"  # Compatibility Ideographs
+    "\U00020000-\U0003ffff"  # planes 2 and 3: Extensions B and later, compatibility supplement
+)
+HIRAGANA_CLASS = "\u3041-\u3096\u309d-\u309f"
+KATAKANA_CLASS = (
+    "\u30a1-\u30fa"
+    "\u30fc-\u30ff"  # ー ヽ ヾ ヿ
+    "\u31f0-\u31ff"  # small katakana for Ainu
+    "\uff66-\uff9f"  # halfwidth katakana
+)
+HANGUL_CLASS = (
+    "\u1100-\u11ff"  # Jamo
+    "\u3131-\u318e"  # Compatibility Jamo
+    "\ua960-\ua97f"  # Jamo Extended-A
+    "\uac00-\ud7af"  # Syllables
+    "\ud7b0-\ud7ff"  # Jamo Extended-B
+    "\uffa0-\uffdc"  # halfwidth Hangul
+)
+CJK_CLASS = HAN_CLASS + HIRAGANA_CLASS + KATAKANA_CLASS + HANGUL_CLASS
+
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+
+
+def is_cjk_char(ch: str) -> bool:
+    """Whether ``ch`` is a single Han, kana or Hangul character (syllable or jamo)."""
+    return _CJK_CHAR.fullmatch(ch) is not None
+
+
+def _bigrams(run: str) -> list[str]:
+    return list(map(operator.add, run, run[1:]))
+
+
+def _index_run(match: re.Match[str]) -> str:
+    run = match.group()
+    return f" {' '.join(run)} {' '.join(_bigrams(run))} "
+
+
+def segment_for_index(text: str) -> str:
+    """Replace every CJK run with its unigrams then its adjacent bigrams, space-separated.
+
+    Non-CJK text is kept as is; the replacement is padded with spaces so it never fuses with
+    neighbouring letters. ``"我爱北京"`` becomes ``" 我 爱 北 京 我爱 爱北 北京 "``.
+    """
+    return _CJK_RUN.sub(_index_run, text)
+
+
+def segment_query_terms(text: str) -> list[str]:
+    """The search terms for the CJK runs in ``text``, in order; other characters are ignored.
+
+    A one-character run gives itself; a longer run gives its adjacent bigrams only (every
+    bigram was indexed by :func:`segment_for_index`, and unigrams would match too loosely).
+    """
+    terms: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        terms.extend([run] if len(run) == 1 else _bigrams(run))
+    return terms

@@ -1,0 +1,137 @@
+"""Safe FTS5 query building, bm25 score normalisation and the keyword-only fallback boost."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
+from memwell.retrieval.keywords import tokenize
+from memwell.retrieval.stopwords import ALL_STOPWORDS
+
+MAX_TERMS = 64
+"""At most this many distinct terms reach the query; the first ones are kept."""
+
+TRIGRAM_MIN_CHARS = 3
+"""The trigram tokenizer cannot MATCH terms shorter than this; they become LIKE terms."""
+
+MAX_TRIGRAM_TERM_CHARS = 64
+"""Trigram MATCH terms are cut to this many code points: a prefix is still a required substring,
+and FTS5's cost for a phrase grows with its number of trigrams."""
+
+_JOINERS = {"or": " OR ", "and": " AND "}
+_TOKENIZERS = ("unicode61", "trigram")
+_CJK_OR_OTHER = re.compile(f"([{CJK_CLASS}]+)|[^{CJK_CLASS}]+")
+
+
+@dataclass(frozen=True)
+class FtsQuery:
+    """A keyword query ready for SQLite.
+
+    ``match`` is a safe FTS5 MATCH expression (``None`` when only substring terms remain).
+    ``like_terms`` are patterns for ``text LIKE ? ESCAPE '\\'`` (trigram tokenizer only),
+    already escaped and wrapped in ``%``; the backend decides how they combine with ``match``
+    (the reference ANDs them).
+    """
+
+    match: str | None
+    like_terms: tuple[str, ...]
+
+
+def _searchable(terms: Iterable[str]) -> list[str]:
+    """Drop underscore-only terms: FTS5 finds no token in them, so they would void an AND."""
+    return [term for term in terms if term.strip("_")]
+
+
+def _tokens(query: str) -> list[str]:
+    return _searchable(tokenize(query))
+
+
+def _word_terms(query: str) -> list[str]:
+    """Tokens with CJK runs replaced by their query n-grams (see :mod:`memwell.retrieval.cjk`)."""
+    terms: list[str] = []
+    for token in tokenize(query):
+        for piece in _CJK_OR_OTHER.finditer(token):
+            terms.extend(segment_query_terms(piece.group()) if piece.group(1) else [piece.group()])
+    return _searchable(terms)
+
+
+def _select(terms: list[str], drop_stopwords: bool) -> list[str]:
+    unique = list(dict.fromkeys(terms))
+    if drop_stopwords:
+        unique = [term for term in unique if term not in ALL_STOPWORDS] or unique
+    return unique[:MAX_TERMS]
+
+
+def _split_trigram(terms: list[str]) -> tuple[list[str], list[str]]:
+    """(MATCH terms, LIKE terms): short terms go to LIKE, long ones are cut for MATCH."""
+    long_terms = (term[:MAX_TRIGRAM_TERM_CHARS] for term in terms if len(term) >= TRIGRAM_MIN_CHARS)
+    short_terms = [term for term in terms if len(term) < TRIGRAM_MIN_CHARS]
+    return list(dict.fromkeys(long_terms)), short_terms
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _like_pattern(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def build_fts_query(
+    query: str,
+    *,
+    tokenizer: str = "unicode61",
+    mode: str = "or",
+    drop_stopwords: bool = True,
+) -> FtsQuery | None:
+    """Turn free user text into a safe FTS5 query, or ``None`` when there is nothing to search.
+
+    Every MATCH term is a quoted string joined by ``OR``/``AND`` (``mode``), so no FTS5 syntax
+    typed by the user survives. With ``unicode61`` CJK runs become the n-grams that
+    :func:`~memwell.retrieval.cjk.segment_for_index` indexed. With ``trigram`` tokens shorter
+    than three code points become LIKE terms. Stop words are dropped unless nothing else is
+    left; terms are deduplicated and capped at :data:`MAX_TERMS`.
+    """
+    if mode not in _JOINERS:
+        raise ValueError(f"unknown FTS query mode {mode!r}; expected 'or' or 'and'")
+    if tokenizer not in _TOKENIZERS:
+        raise ValueError(f"unknown FTS tokenizer {tokenizer!r}; expected one of {_TOKENIZERS}")
+    if tokenizer == "trigram":
+        match_terms, like_terms = _split_trigram(_select(_tokens(query), drop_stopwords))
+    else:
+        match_terms, like_terms = _select(_word_terms(query), drop_stopwords), []
+    if not match_terms and not like_terms:
+        return None
+    match = _JOINERS[mode].join(map(_quote, match_terms)) or None
+    return FtsQuery(match=match, like_terms=tuple(map(_like_pattern, like_terms)))
+
+
+def bm25_rank_to_score(rank: float) -> float:
+    """Map an FTS5 bm25 rank (more negative is better) to a score in (0, 1]."""
+    if not math.isfinite(rank):
+        return 0.001
+    if rank < 0:
+        return -rank / (1 - rank)
+    return 1 / (1 + rank)
+
+
+def keyword_boost(query: str, text: str, path: str) -> float:
+    """Extra score for a keyword-only hit, capped at 1 (the caller adds it to the text score).
+
+    ``0.45`` x the share of distinct query terms found in the text, ``0.2`` x overlap over the
+    distinct text terms, ``0.18`` per query term contained in the lowercased path, and up to
+    ``0.18`` for text length (``len(text) / 160``). CJK is compared as the index n-grams.
+    """
+    query_terms = set(_word_terms(query))
+    text_terms = set(_tokens(segment_for_index(text)))
+    overlap = len(query_terms & text_terms)
+    coverage = overlap / len(query_terms) if query_terms else 0.0
+    density = overlap / len(text_terms) if text_terms else 0.0
+    lowered_path = path.lower()
+    path_hits = sum(1 for term in query_terms if term in lowered_path)
+    boost = 0.45 * coverage + 0.2 * density + 0.18 * path_hits + min(len(text) / 160, 0.18)
+    return min(1.0, boost)

@@ -1,0 +1,153 @@
+"""Tokenizing and keyword extraction for keyword (full-text) search."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+from memwell.retrieval.cjk import (
+    CJK_CLASS,
+    HAN_CLASS,
+    HANGUL_CLASS,
+    HIRAGANA_CLASS,
+    KATAKANA_CLASS,
+    segment_for_index,
+    segment_query_terms,
+)
+from memwell.retrieval.stopwords import ALL_STOPWORDS, STOPWORDS_KO
+
+# For ``str`` patterns Python's ``\w`` matches exactly the characters of general category L* or
+# N*, plus ``_``: the reference's ``[\p{L}\p{N}_]`` (checked against ``unicodedata`` over every
+# code point). Combining marks (M*) are *not* word characters, as in the reference; FTS5
+# ``unicode61`` splits on most of them too, but strips Latin diacritics (U+0300..) and joins the
+# word, which is why :func:`tokenize` composes them first (NFC).
+TOKEN_RE = re.compile(r"\w+")
+
+_KANA = re.compile(f"[{HIRAGANA_CLASS}{KATAKANA_CLASS}]")
+_HAN = re.compile(f"[{HAN_CLASS}]")
+_HANGUL = re.compile(f"[{HANGUL_CLASS}]")
+_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7af]")
+_ASCII_WORD = re.compile("[a-z0-9_]+")
+# Japanese segment parts: a non-CJK word, a katakana run, a kanji run (group 1), or a run of at
+# least two hiragana (single hiragana are particles).
+_JA_PART = re.compile(
+    f"[^\\W{CJK_CLASS}]+|[{KATAKANA_CLASS}]+|([{HAN_CLASS}]+)|[{HIRAGANA_CLASS}]{{2,}}"
+)
+_HAN_BLOCKS = re.compile(f"[{HAN_CLASS}]+|[^{HAN_CLASS}]+")
+# Korean trailing particles, longest first so that "에서" wins over a shorter match.
+_KO_PARTICLES = sorted(
+    [
+        "에서",
+        "으로",
+        "에게",
+        "한테",
+        "처럼",
+        "같이",
+        "보다",
+        "까지",
+        "부터",
+        "마다",
+        "밖에",
+        "대로",
+        "은",
+        "는",
+        "이",
+        "가",
+        "을",
+        "를",
+        "의",
+        "에",
+        "로",
+        "와",
+        "과",
+        "도",
+        "만",
+    ],
+    key=len,
+    reverse=True,
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """NFC-normalise and lowercase ``text``; return its runs of letters, digits and underscores.
+
+    NFC keeps decomposed accents inside their word ("nai\u0308ve" is one token, like in FTS5).
+    """
+    return TOKEN_RE.findall(unicodedata.normalize("NFC", text).lower())
+
+
+def _segments(text: str) -> list[str]:
+    """Split on whitespace and Unicode punctuation (general category P*)."""
+    return "".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text).split()
+
+
+def _japanese_tokens(segment: str, trigram: bool) -> Iterator[str]:
+    for part in _JA_PART.finditer(segment):
+        yield part.group()
+        if part.group(1) and not trigram:
+            yield from segment_query_terms(part.group())
+
+
+def _han_tokens(segment: str, trigram: bool) -> list[str]:
+    if trigram:
+        return _HAN_BLOCKS.findall(segment)
+    return segment_for_index(segment).split()
+
+
+def _strip_korean_particle(token: str) -> str | None:
+    for particle in _KO_PARTICLES:
+        if len(token) > len(particle) and token.endswith(particle):
+            return token[: -len(particle)]
+    return None
+
+
+def _is_useful_korean_stem(stem: str) -> bool:
+    """Reject one-syllable stems ("논의" -> "논") but keep ASCII ones ("api를" -> "api")."""
+    if _HANGUL_SYLLABLE.search(stem):
+        return len(stem) >= 2
+    return _ASCII_WORD.fullmatch(stem) is not None
+
+
+def _korean_tokens(segment: str) -> Iterator[str]:
+    stem = _strip_korean_particle(segment)
+    stem_is_stopword = stem is not None and stem in STOPWORDS_KO
+    if segment not in STOPWORDS_KO and not stem_is_stopword:
+        yield segment
+    if stem is not None and not stem_is_stopword and _is_useful_korean_stem(stem):
+        yield stem
+
+
+def _segment_tokens(segment: str, trigram: bool) -> Iterator[str]:
+    if _KANA.search(segment):
+        yield from _japanese_tokens(segment, trigram)
+    elif _HAN.search(segment):
+        yield from _han_tokens(segment, trigram)
+    elif _HANGUL.search(segment):
+        yield from _korean_tokens(segment)
+    else:
+        yield segment
+
+
+def _is_valid_keyword(token: str) -> bool:
+    if token.isascii() and token.isalpha() and len(token) < 3:
+        return False
+    if token.isdigit():
+        return False
+    return not all(unicodedata.category(ch)[0] in "PS" for ch in token)
+
+
+def extract_keywords(query: str, *, trigram: bool = False) -> list[str]:
+    """Meaningful keywords of a conversational query, in order and without duplicates.
+
+    Japanese segments are split by script (kanji runs also give bigrams), Chinese runs give
+    unigrams and bigrams (the whole run when ``trigram``), Korean words also give their stem
+    without a trailing particle. Stop words (seven languages), ASCII words shorter than three
+    letters, numbers and symbol-only tokens are dropped.
+    ``"that thing we discussed about the API"`` gives ``["discussed", "api"]``.
+    """
+    tokens = (
+        token for segment in _segments(query.lower()) for token in _segment_tokens(segment, trigram)
+    )
+    keywords = (t for t in tokens if t not in ALL_STOPWORDS and _is_valid_keyword(t))
+    return list(dict.fromkeys(keywords))

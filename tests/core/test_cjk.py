@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memwell.retrieval.cjk import is_cjk_char, segment_for_index, segment_query_terms
+
+CJK_SAMPLE = "北京金银价格我爱天安门あいうカタカナー서울에서만나요々"
+MIXED = st.text(alphabet=st.sampled_from(list(CJK_SAMPLE + "ab Z9_.,-\n\t\"'😀é")), max_size=40)
+
+
+def _non_cjk(text: str) -> str:
+    return "".join(" " if is_cjk_char(ch) else ch for ch in text)
+
+
+@pytest.mark.parametrize(
+    "ch",
+    ["中", "㐀", "\U00020000", "\U0002a6d6", "々", "あ", "カ", "ー", "ｶ", "가", "힣", "ᄀ", "ㄱ"],
+)
+def test_cjk_chars(ch: str) -> None:
+    assert is_cjk_char(ch)
+
+
+@pytest.mark.parametrize("ch", ["a", "1", "_", " ", "。", "、", "・", "「", "😀", "é", "", "中文"])
+def test_non_cjk_chars(ch: str) -> None:
+    assert not is_cjk_char(ch)
+
+
+def test_cjk_chars_are_word_characters() -> None:
+    # Punctuation inside the CJK blocks must not count: it would leak into the index n-grams.
+    word = re.compile(r"\w")
+    leaked = [
+        hex(cp)
+        for cp in range(0x40000)
+        if is_cjk_char(chr(cp))
+        and not word.match(chr(cp))
+        and unicodedata.category(chr(cp)) != "Cn"
+    ]
+    assert leaked == []
+
+
+def test_segment_for_index_unigrams_then_bigrams() -> None:
+    assert segment_for_index("我爱北京").split() == ["我", "爱", "北", "京", "我爱", "爱北", "北京"]
+
+
+def test_segment_for_index_separates_cjk_from_adjacent_letters() -> None:
+    assert segment_for_index("abc中文def").split() == ["abc", "中", "文", "中文", "def"]
+
+
+def test_segment_for_index_keeps_non_cjk_text_unchanged() -> None:
+    text = "Hello, world!\n  tabs\tand café_1 😀"
+    assert segment_for_index(text) == text
+
+
+def test_segment_for_index_no_bigram_across_a_gap() -> None:
+    tokens = segment_for_index("我a好 北。京").split()
+    assert "我好" not in tokens
+    assert "北京" not in tokens
+    assert {"我", "好", "北", "京"} <= set(tokens)
+
+
+def test_segment_for_index_korean_and_japanese() -> None:
+    assert "서울" in segment_for_index("서울에서").split()
+    assert "タワ" in segment_for_index("東京タワー").split()
+
+
+@given(MIXED)
+@settings(max_examples=300, deadline=None)
+def test_segment_for_index_preserves_non_cjk_characters_in_order(text: str) -> None:
+    out = segment_for_index(text)
+    # Only whitespace is added; every other non-CJK character survives, in order,
+    # and word boundaries stay where they were.
+    assert _non_cjk(out).split() == _non_cjk(text).split()
+    assert [c for c in out if not is_cjk_char(c) and not c.isspace()] == [
+        c for c in text if not is_cjk_char(c) and not c.isspace()
+    ]
+
+
+@given(MIXED)
+@settings(max_examples=300, deadline=None)
+def test_segment_for_index_emits_every_unigram_and_adjacent_bigram(text: str) -> None:
+    tokens = set(segment_for_index(text).split())
+    for a, b in itertools.pairwise(text):
+        if is_cjk_char(a) and is_cjk_char(b):
+            assert a + b in tokens
+    assert {c for c in text if is_cjk_char(c)} <= tokens
+
+
+@given(MIXED)
+@settings(max_examples=300, deadline=None)
+def test_query_terms_are_always_indexed_terms(text: str) -> None:
+    assert set(segment_query_terms(text)) <= set(segment_for_index(text).split())
+
+
+def test_segment_for_index_is_fast_on_a_megabyte() -> None:
+    text = (
+        "会议记录：我们讨论了金银价格和API设计。Meeting notes, 서울에서 만나요 カタカナ\n"
+    ) * 20000
+    assert len(text) >= 1_000_000
+    start = time.perf_counter()
+    segment_for_index(text)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("金银价格", ["金银", "银价", "价格"]),
+        ("金", ["金"]),
+        ("金 银", ["金", "银"]),
+        ("a金银b价", ["金银", "价"]),
+        ("abc 123", []),
+        ("", []),
+    ],
+)
+def test_segment_query_terms(text: str, expected: list[str]) -> None:
+    assert segment_query_terms(text) == expected

@@ -1,0 +1,323 @@
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memwell.retrieval.cjk import segment_for_index
+from memwell.retrieval.fts_query import (
+    MAX_TERMS,
+    FtsQuery,
+    bm25_rank_to_score,
+    build_fts_query,
+    keyword_boost,
+)
+
+FTS5_SYNTAX = [
+    '"',
+    '""',
+    "NEAR(",
+    "NEAR(a b, 2)",
+    "*",
+    "^",
+    "col:",
+    "text:",
+    "{text}:",
+    "(",
+    ")",
+    "AND",
+    "OR",
+    "NOT",
+    "-",
+    "+",
+    ":",
+    "\x00",
+    "\x1b",
+    "\n",
+    "😀",
+    "金银价格",
+    "北京",
+    "カ",
+    "서울",
+    "_",
+    "%",
+    "\\",
+    "'",
+    " ",
+    "a",
+    "abc",
+]
+HOSTILE = st.one_of(
+    st.text(),
+    st.lists(st.one_of(st.sampled_from(FTS5_SYNTAX), st.text(max_size=4)), max_size=30).map(
+        "".join
+    ),
+)
+
+
+def _quoted_terms(joiner: str) -> re.Pattern[str]:
+    return re.compile(f'"[^"]+"(?: {joiner} "[^"]+")*')
+
+
+@pytest.fixture(scope="module")
+def db() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text)")
+    conn.execute("CREATE VIRTUAL TABLE g USING fts5(text, tokenize='trigram')")
+    conn.execute(
+        "INSERT INTO t(text) VALUES ('hello world'), (?)", (segment_for_index("金银价格"),)
+    )
+    conn.execute("INSERT INTO g(text) VALUES ('hello world'), ('金银价格 a_b')")
+    yield conn
+    conn.close()
+
+
+def _search(conn: sqlite3.Connection, table: str, fq: FtsQuery) -> list[int]:
+    clauses = ([f"{table} MATCH ?"] if fq.match else []) + ["text LIKE ? ESCAPE '\\'"] * len(
+        fq.like_terms
+    )
+    params = ([fq.match] if fq.match else []) + list(fq.like_terms)
+    sql = f"SELECT rowid FROM {table} WHERE {' AND '.join(clauses)} ORDER BY rowid"
+    return [row[0] for row in conn.execute(sql, params)]
+
+
+def _reindex(conn: sqlite3.Connection, table: str, text: str) -> None:
+    conn.execute(f"DELETE FROM {table}")
+    conn.execute(f"INSERT INTO {table}(rowid, text) VALUES (1, ?)", (text,))
+
+
+# --- spec cases --------------------------------------------------------------------------------
+
+
+def test_hello_world() -> None:
+    assert build_fts_query("hello world", mode="and") == FtsQuery('"hello" AND "world"', ())
+    assert build_fts_query("hello world") == FtsQuery('"hello" OR "world"', ())
+
+
+def test_tokens_split_on_punctuation_keep_underscore() -> None:
+    fq = build_fts_query("FOO_bar baz-1", mode="and")
+    assert fq == FtsQuery('"foo_bar" AND "baz" AND "1"', ())
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t", "!?*()", '"""', "___", "😀"])
+def test_nothing_to_search_gives_none(query: str) -> None:
+    assert build_fts_query(query) is None
+    assert build_fts_query(query, tokenizer="trigram") is None
+
+
+def test_cjk_run_becomes_bigrams_under_unicode61() -> None:
+    fq = build_fts_query("金银价格", mode="and")
+    assert fq == FtsQuery('"金银" AND "银价" AND "价格"', ())
+    assert build_fts_query("金") == FtsQuery('"金"', ())
+    assert build_fts_query("API接口") == FtsQuery('"api" OR "接口"', ())
+
+
+def test_trigram_short_cjk_becomes_like_terms_long_uses_match() -> None:
+    assert build_fts_query("北京", tokenizer="trigram") == FtsQuery(None, ("%北京%",))
+    assert build_fts_query("금", tokenizer="trigram") == FtsQuery(None, ("%금%",))
+    assert build_fts_query("金银价格", tokenizer="trigram") == FtsQuery('"金银价格"', ())
+
+
+def test_trigram_short_ascii_only_in_like_terms() -> None:
+    fq = build_fts_query("ab abc", tokenizer="trigram")
+    assert fq == FtsQuery('"abc"', ("%ab%",))
+
+
+def test_like_terms_escape_wildcards() -> None:
+    assert build_fts_query("a_", tokenizer="trigram") == FtsQuery(None, ("%a\\_%",))
+
+
+def test_trigram_long_terms_are_cut() -> None:
+    fq = build_fts_query("x" * 10_000, tokenizer="trigram")
+    assert fq is not None and fq.match == '"' + "x" * 64 + '"'
+
+
+def test_stopwords_dropped_unless_nothing_else() -> None:
+    assert build_fts_query("the api of it") == FtsQuery('"api"', ())
+    assert build_fts_query("the of") == FtsQuery('"the" OR "of"', ())
+    assert build_fts_query("the api", drop_stopwords=False) == FtsQuery('"the" OR "api"', ())
+    assert build_fts_query("的 北京", tokenizer="trigram") == FtsQuery(None, ("%北京%",))
+
+
+def test_terms_are_deduplicated_and_lowercased() -> None:
+    assert build_fts_query("API api Api 金银 金银") == FtsQuery('"api" OR "金银"', ())
+
+
+def test_terms_capped_at_the_first_64() -> None:
+    words = [f"w{i:03d}" for i in range(200)]
+    fq = build_fts_query(" ".join(words))
+    assert fq is not None and fq.match is not None
+    terms = fq.match.split(" OR ")
+    assert len(terms) == MAX_TERMS
+    assert terms[0] == '"w000"' and terms[-1] == f'"w{MAX_TERMS - 1:03d}"'
+
+
+def test_unknown_mode_or_tokenizer_is_rejected() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        build_fts_query("x", mode="near")
+    with pytest.raises(ValueError, match="tokenizer"):
+        build_fts_query("x", tokenizer="porter")
+
+
+# --- real SQLite -------------------------------------------------------------------------------
+
+
+def test_raw_user_syntax_would_break_fts5(db: sqlite3.Connection) -> None:
+    # Guards the safety property below: this table really parses FTS5 syntax.
+    with pytest.raises(sqlite3.OperationalError):
+        db.execute("SELECT rowid FROM t WHERE t MATCH ?", ('NEAR("a" col:x',)).fetchall()
+
+
+@given(HOSTILE)
+@settings(max_examples=300, deadline=None)
+def test_any_query_is_safe_for_fts5(db: sqlite3.Connection, query: str) -> None:
+    for tokenizer, table in (("unicode61", "t"), ("trigram", "g")):
+        for mode, joiner in (("or", "OR"), ("and", "AND")):
+            fq = build_fts_query(query, tokenizer=tokenizer, mode=mode)
+            if fq is None:
+                continue
+            assert fq.match is not None or fq.like_terms
+            if fq.match is not None:
+                assert _quoted_terms(joiner).fullmatch(fq.match)
+                assert fq.match.count('"') <= 2 * MAX_TERMS
+            _search(db, table, fq)
+
+
+def test_huge_hostile_query_is_bounded_and_safe(db: sqlite3.Connection) -> None:
+    query = " ".join(f'NEAR(w{i}* "x{i} col:y{i} ^z{i} -(' for i in range(20_000))
+    start = time.perf_counter()
+    for tokenizer, table in (("unicode61", "t"), ("trigram", "g")):
+        fq = build_fts_query(query, tokenizer=tokenizer)
+        assert fq is not None and fq.match is not None
+        assert fq.match.count(" OR ") + 1 + len(fq.like_terms) == MAX_TERMS
+        _search(db, table, fq)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_chinese_found_only_with_segmentation(db: sqlite3.Connection) -> None:
+    db.execute("CREATE VIRTUAL TABLE raw USING fts5(text)")
+    db.execute("CREATE VIRTUAL TABLE seg USING fts5(text)")
+    doc = "今年金银价格大涨，北京的会议讨论了投资方案"
+    _reindex(db, "raw", doc)
+    _reindex(db, "seg", segment_for_index(doc))
+    for query in ("金银价格", "北京", "投资方案", "价"):
+        fq = build_fts_query(query, mode="and")
+        assert fq is not None
+        assert _search(db, "seg", fq) == [1], query
+        assert _search(db, "raw", fq) == [], query
+    miss = build_fts_query("上海", mode="and")
+    assert miss is not None and _search(db, "seg", miss) == []
+
+
+def test_trigram_short_and_long_cjk_are_found(db: sqlite3.Connection) -> None:
+    for query in ("金银", "金银价格", "价", "a_b", "hello"):
+        fq = build_fts_query(query, tokenizer="trigram")
+        assert fq is not None
+        assert _search(db, "g", fq), query
+    # "_" is escaped: "a_" must not match "ab".
+    db.execute("CREATE VIRTUAL TABLE g2 USING fts5(text, tokenize='trigram')")
+    _reindex(db, "g2", "ab")
+    fq = build_fts_query("a_", tokenizer="trigram")
+    assert fq is not None and _search(db, "g2", fq) == []
+
+
+ASCII_CJK_CHARS = 'abcXYZ09_ ,.-"*()北京金银价格我爱カナー서울에'
+# Includes decomposed accents: FTS5 strips them and joins the word, the query must do the same.
+WORDY = st.lists(st.sampled_from([*ASCII_CJK_CHARS, "é", "É", "ß", "e\u0301", "A\u0308"])).map(
+    "".join
+)
+ASCII_CJK = st.text(alphabet=st.sampled_from(list(ASCII_CJK_CHARS)))
+
+
+@given(WORDY)
+@settings(max_examples=200, deadline=None)
+def test_segmented_document_is_found_by_its_own_text(db: sqlite3.Connection, doc: str) -> None:
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS prop USING fts5(text)")
+    _reindex(db, "prop", segment_for_index(doc))
+    fq = build_fts_query(doc, mode="and", drop_stopwords=False)
+    if fq is not None:
+        assert _search(db, "prop", fq) == [1]
+
+
+@given(ASCII_CJK)
+@settings(max_examples=200, deadline=None)
+def test_trigram_document_is_found_by_its_own_text(db: sqlite3.Connection, doc: str) -> None:
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS gprop USING fts5(text, tokenize='trigram')")
+    _reindex(db, "gprop", doc)
+    fq = build_fts_query(doc, tokenizer="trigram", mode="and", drop_stopwords=False)
+    if fq is not None:
+        assert _search(db, "gprop", fq) == [1]
+
+
+# --- bm25 --------------------------------------------------------------------------------------
+
+
+def test_bm25_fixed_points() -> None:
+    assert bm25_rank_to_score(0.0) == 1.0
+    assert bm25_rank_to_score(1.0) == 0.5
+    assert bm25_rank_to_score(-1.0) == 0.5
+    assert bm25_rank_to_score(math.nan) == 0.001
+    assert bm25_rank_to_score(math.inf) == 0.001
+    assert bm25_rank_to_score(-math.inf) == 0.001
+
+
+def test_bm25_negative_ranks_keep_their_order() -> None:
+    scores = [bm25_rank_to_score(r) for r in (-4.2, -2.1, -0.5)]
+    assert scores == sorted(scores, reverse=True)
+
+
+@given(
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
+)
+@settings(max_examples=200, deadline=None)
+def test_bm25_monotonic_within_each_sign(a: float, b: float) -> None:
+    lo, hi = sorted((a, b))
+    for score in (bm25_rank_to_score(lo), bm25_rank_to_score(hi)):
+        assert 0.0 <= score <= 1.0
+    if hi < 0:  # more negative is better
+        assert bm25_rank_to_score(lo) >= bm25_rank_to_score(hi)
+    if lo >= 0:  # positive ranks: larger is worse
+        assert bm25_rank_to_score(lo) >= bm25_rank_to_score(hi)
+
+
+# --- fallback boost ----------------------------------------------------------------------------
+
+
+def test_keyword_boost_formula() -> None:
+    # coverage 1/2, overlap 1 of 2 text tokens, no path hit, length 11/160.
+    expected = 0.45 * 0.5 + 0.2 * 0.5 + 11 / 160
+    assert keyword_boost("alpha beta", "alpha gamma", "notes.md") == pytest.approx(expected)
+
+
+def test_keyword_boost_path_bonus_and_length_cap() -> None:
+    with_path = keyword_boost("alpha", "alpha", "memory/Alpha.md")
+    without = keyword_boost("alpha", "alpha", "memory/notes.md")
+    assert with_path - without == pytest.approx(0.18)
+    assert keyword_boost("zzz", "x" * 10_000, "a.md") == pytest.approx(0.18)
+
+
+def test_keyword_boost_repeated_query_tokens_not_overweighted() -> None:
+    text, path = "alpha beta gamma", "memory/alpha.md"
+    assert keyword_boost("alpha alpha ALPHA", text, path) == keyword_boost("alpha", text, path)
+
+
+def test_keyword_boost_capped_at_one() -> None:
+    assert keyword_boost("alpha beta", "alpha beta " * 20, "alpha-beta.md") == 1.0
+
+
+def test_keyword_boost_matches_cjk_inside_a_run() -> None:
+    assert keyword_boost("北京", "我爱北京天安门", "x.md") > keyword_boost(
+        "上海", "我爱北京天安门", "x.md"
+    )
+
+
+@given(st.text(max_size=40), st.text(max_size=80), st.text(max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_keyword_boost_in_unit_interval(query: str, text: str, path: str) -> None:
+    assert 0.0 <= keyword_boost(query, text, path) <= 1.0
