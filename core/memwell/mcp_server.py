@@ -113,7 +113,7 @@ MEMORY_RECALL_TOOL: dict[str, Any] = {
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": 100,
+                    "maximum": 20,
                     "description": "Maximum number of memories (default 5).",
                 },
             },
@@ -350,7 +350,7 @@ class McpMemoryServer:
     async def serve_http(self, port: int, *, on_ready: Callable[[str], None] | None = None) -> None:
         """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` until cancelled.
 
-        ``port=0`` picks a free port; ``on_ready`` receives the URL once the socket is bound.
+        ``port=0`` picks a free port; ``on_ready`` receives the URL once the socket listens.
         """
         import uvicorn
 
@@ -359,6 +359,7 @@ class McpMemoryServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HTTP_HOST, port))
+            sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
             url = f"http://{HTTP_HOST}:{sock.getsockname()[1]}{HTTP_PATH}"
             config = uvicorn.Config(app, log_level="warning", lifespan="on")
             self._start_sync()

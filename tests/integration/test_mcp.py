@@ -163,7 +163,7 @@ def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **env},
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("MEMWELL_")}, **env},
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_read_lines, args=(process.stderr, lines), daemon=True).start()
