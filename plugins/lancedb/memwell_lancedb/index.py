@@ -221,12 +221,7 @@ class DocumentIndex:
 
     def _scan(self, known: dict[str, FileState], stats: SyncStats) -> Iterator[Scanned]:
         """Every present file; ``chunks`` is set only for new or changed content."""
-        found = [
-            (p, "memory") for p in list_memory_files(self.workspace, self.settings.extra_paths)
-        ]
-        if "sessions" in self.settings.sources:
-            found += [(p, "sessions") for p in list_session_files(self.sessions_dir())]
-        for abs_path, source in found:
+        for abs_path, source in self._discover():
             stats.scanned += 1
             stat = stat_source_file(abs_path, self.workspace, source)
             if stat is None:
@@ -253,14 +248,18 @@ class DocumentIndex:
             else:
                 yield Scanned(rel, source, state, chunks)
 
-    def stat_fingerprint(self) -> tuple[tuple[str, int, int], ...]:
-        """(path, mtime, size) of every present file: cheap change detection without reads."""
+    def _discover(self) -> list[tuple[Path, str]]:
+        """Every indexable file with its source."""
         found = [
             (p, "memory") for p in list_memory_files(self.workspace, self.settings.extra_paths)
         ]
         if "sessions" in self.settings.sources:
             found += [(p, "sessions") for p in list_session_files(self.sessions_dir())]
-        stats = (stat_source_file(p, self.workspace, s) for p, s in found)
+        return found
+
+    def stat_fingerprint(self) -> tuple[tuple[str, int, int], ...]:
+        """(path, mtime, size) of every present file: cheap change detection without reads."""
+        stats = (stat_source_file(p, self.workspace, s) for p, s in self._discover())
         return tuple(sorted(s for s in stats if s is not None))
 
     # -- embedding --------------------------------------------------------------------------

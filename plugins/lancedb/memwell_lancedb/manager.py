@@ -56,7 +56,6 @@ class LanceMemoryManager(BaseMemoryManager):
         self.workspace: Path = ctx.workspace
         self.settings: MemwellSettings = ctx.settings
         self.runtime: EmbeddingRuntime = ctx.embeddings
-        self.purpose = ctx.purpose
         self.uri = resolve_uri(self.config, self.workspace, self.settings.index_dir)
         self.db = LanceDatabase(self.uri, self.config)
         self.index = DocumentIndex(
