@@ -182,6 +182,11 @@ class TestSearch:
         assert last[0] == "query" and "--no-rerank" in last
         assert last[-1] == "lex: port\nlex: staging\nlex: database\nlex: use\nlex: tomatoes"
         assert manager.status().custom["qmd"]["last_search_fallback"] == "keyword-rescue"
+        paths = {r.path for r in manager.search("tomatoes zanzibar")}
+        assert paths == {"memory/projects.md", "memory/2026-01-02.md"}
+        before = len(commands(tmp_path))
+        assert manager.search("quetzal") == []
+        assert len(commands(tmp_path)) == before + 1  # one term: nothing to rescue
 
     def test_query_is_cleaned(self, make_manager: Make, workspace: Path, fake_qmd: Path) -> None:
         manager = make_manager(workspace, str(fake_qmd), **QUIET)

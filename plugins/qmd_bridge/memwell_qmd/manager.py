@@ -472,11 +472,11 @@ class QmdMemoryManager(BaseMemoryManager):
         """BM25 ``search`` needs every term; when that finds nothing, search each keyword.
 
         One structured ``query`` of ``lex:`` lines without rerank needs no model and fuses
-        the per-keyword BM25 lists. Returns ``None`` when the query has no other keywords.
+        the per-keyword BM25 lists. Returns ``None`` when that would repeat the search.
         """
         words = rescue_keywords(query)
-        if not words or words == _WORD.findall(query.lower()):
-            return None
+        if not words or [query.strip().lower()] == words:
+            return None  # the same single-term search again
         document = "\n".join(f"lex: {word}" for word in words)
         return self._run_search("query", document, limit, min_score, names, ["--no-rerank"])
 
