@@ -21,6 +21,7 @@ from .embeddings import EmbeddingProvider, Matrix, Vector, provider_key, to_unit
 from .errors import ConfigError, ProviderError, ProviderUnavailableError
 from .models import FallbackStatus
 from .plugins import PluginRegistry
+from .retrieval.chunking import CHARS_PER_TOKEN
 from .retrieval.limits import batch_by_bytes, max_input_tokens
 from .retry import RetryPolicy
 
@@ -188,6 +189,20 @@ class EmbeddingRuntime:
         if provider is None:
             return max_input_tokens("none", "")
         return max_input_tokens(provider.id, provider.model, provider.max_input_tokens)
+
+    def input_limit_bytes(self) -> int:
+        """UTF-8 bytes a chunk may have before it is split for embedding (spec 3.4).
+
+        Remote APIs reject over-long input, so their limit counts one byte per token (a safe
+        upper bound). Local models truncate silently instead, so there the budget is the
+        usual 4 characters per token: a 256-token model gets 1024-byte pieces and nothing
+        falls off the end of a chunk unembedded.
+        """
+        tokens = self.max_input_tokens()
+        spec = self.selection().spec
+        return (
+            tokens * CHARS_PER_TOKEN if spec is not None and spec.transport == "local" else tokens
+        )
 
     def _check_dims(self, matrix: Matrix, provider: EmbeddingProvider) -> None:
         dims = int(matrix.shape[1])

@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -190,13 +189,11 @@ def test_any_query_is_safe_for_fts5(db: sqlite3.Connection, query: str) -> None:
 
 def test_huge_hostile_query_is_bounded_and_safe(db: sqlite3.Connection) -> None:
     query = " ".join(f'NEAR(w{i}* "x{i} col:y{i} ^z{i} -(' for i in range(20_000))
-    start = time.perf_counter()
     for tokenizer, table in (("unicode61", "t"), ("trigram", "g")):
         fq = build_fts_query(query, tokenizer=tokenizer)
         assert fq is not None and fq.match is not None
         assert fq.match.count(" OR ") + 1 + len(fq.like_terms) == MAX_TERMS
         _search(db, table, fq)
-    assert time.perf_counter() - start < 2.0
 
 
 def test_chinese_found_only_with_segmentation(db: sqlite3.Connection) -> None:

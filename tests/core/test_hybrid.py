@@ -201,3 +201,10 @@ def test_merge_properties(
     scores = [c.score for c in merged]
     assert all(0.0 <= s <= 1.0 + 1e-12 for s in scores)
     assert scores == sorted(scores, reverse=True)
+
+
+def test_relaxed_filter_rescues_semantic_hits_diluted_by_weighting() -> None:
+    strong = Candidate("v1", "a.md", 1, 2, "x", vector_score=0.45, score=0.7 * 0.45)
+    weak = Candidate("v2", "b.md", 1, 2, "y", vector_score=0.2, score=0.7 * 0.2)
+    out = relaxed_filter([strong, weak], set(), min_score=0.35, text_weight=0.3, max_results=6)
+    assert [c.id for c in out] == ["v1"]

@@ -51,11 +51,12 @@ class Context:
         return resolve_workspace(self.workspace_arg)
 
     def settings(self, **extra: Any) -> MemwellSettings:
+        return self.settings_for(self.workspace, {**self.overrides, **extra})
+
+    def settings_for(self, workspace: Path, overrides: dict[str, Any]) -> MemwellSettings:
+        """Layered settings for ``workspace`` with ``overrides`` on top."""
         return load_settings(
-            self.workspace,
-            config_file=self.config,
-            overrides={**self.overrides, **extra},
-            registry=get_registry(),
+            workspace, config_file=self.config, overrides=overrides, registry=get_registry()
         )
 
     def open(self, *, watch: bool = False, **extra: Any) -> MemorySearchManager:
@@ -309,4 +310,4 @@ def main(argv: Sequence[str] | None = None) -> None:
         close_all()
 
 
-from . import mcp_command  # noqa: E402, F401  (registers ``memwell mcp``)
+from . import eval_command, mcp_command  # noqa: E402, F401  (register subcommands)

@@ -110,17 +110,22 @@ def relaxed_filter(
     text_weight: float,
     max_results: int,
 ) -> list[Candidate]:
-    """Apply ``min_score`` to merged hits, rescuing keyword hits when nothing passes.
+    """Apply ``min_score`` to merged hits, rescuing single-retriever hits when nothing passes.
 
-    Strict: hits with ``score >= min_score``; returned (capped at ``max_results``) when any
-    survive or there were no keyword hits. Otherwise (no keyword hit can pass ``min_score``
-    either) the rescue keeps hits whose id is in ``keyword_ids`` and whose score is
-    ``>= min(min_score, text_weight)``: a pure keyword hit scores at most the normalised
-    ``text_weight``.
+    Strict: hits with ``score >= min_score``, returned (capped at ``max_results``) when any
+    survive. Otherwise fusion has diluted every hit below the floor, and the rescue keeps
+    (spec 4.1) keyword hits whose score is ``>= min(min_score, text_weight)`` (a pure keyword
+    hit scores at most the normalised ``text_weight``) and, by the same reasoning for the other
+    retriever, hits whose own ``vector_score`` reaches ``min_score`` (small local models give
+    relevant passages cosines of 0.35-0.6, which weighting by 0.7 pushes under 0.35).
     """
     limit = max(0, max_results)
     strict = [c for c in merged if c.score >= min_score]
-    if strict or not keyword_ids:
+    if strict:
         return strict[:limit]
     floor = min(min_score, text_weight)
-    return [c for c in merged if c.id in keyword_ids and c.score >= floor][:limit]
+    return [
+        c
+        for c in merged
+        if (c.id in keyword_ids and c.score >= floor) or c.vector_score >= min_score
+    ][:limit]

@@ -158,7 +158,7 @@ class Indexer:
         cfg = self.settings.chunking
         chunks = chunk_markdown(text, tokens=cfg.tokens, overlap=cfg.overlap)
         if self.provider is not None:
-            chunks = enforce_input_limit(chunks, self.runtime.max_input_tokens())
+            chunks = enforce_input_limit(chunks, self.runtime.input_limit_bytes())
         return chunks
 
     # -- writing ----------------------------------------------------------------------------

@@ -199,6 +199,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             "chunk_tokens": chunking.tokens,
             "chunk_overlap": chunking.overlap,
             "fts_tokenizer": self.settings.store.fts.tokenizer,
+            "input_limit": self.runtime.input_limit_bytes() if provider else None,
             "schema_version": SCHEMA_VERSION,
         }
 

@@ -1,0 +1,152 @@
+"""Retrieval-quality evaluation on BEIR-layout datasets (corpus, queries, qrels).
+
+Each document becomes one Markdown memory file (``# title`` then the text); chunk hits are
+collapsed to documents (best chunk wins) and scored with nDCG@10, Recall@10, Recall@100 and
+MRR@10, as in the BEIR protocol.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import ConfigError
+from .models import MemorySearchResult
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A BEIR-style dataset: documents, queries and graded relevance judgments."""
+
+    corpus: dict[str, tuple[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with _open_text(path) as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_dataset(directory: Path, split: str) -> Dataset:
+    """Read ``corpus.jsonl[.gz]``, ``queries.jsonl`` and ``qrels/<split>.tsv``."""
+    corpus_path = next(
+        (p for p in (directory / "corpus.jsonl", directory / "corpus.jsonl.gz") if p.is_file()),
+        None,
+    )
+    qrels_path = directory / "qrels" / f"{split}.tsv"
+    if corpus_path is None or not (directory / "queries.jsonl").is_file():
+        raise ConfigError(f"{directory} is not a BEIR dataset (corpus.jsonl, queries.jsonl)")
+    if not qrels_path.is_file():
+        raise ConfigError(f"no judgments for split {split!r}: {qrels_path} is missing")
+    corpus = {
+        str(d["_id"]): (str(d.get("title") or ""), str(d.get("text") or ""))
+        for d in _jsonl(corpus_path)
+    }
+    queries = {str(q["_id"]): str(q["text"]) for q in _jsonl(directory / "queries.jsonl")}
+    qrels: dict[str, dict[str, int]] = {}
+    with qrels_path.open(encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 3 or not parts[2].lstrip("-").isdigit():
+                continue  # header or malformed line
+            qid, did, grade = parts[0], parts[1], int(parts[2])
+            if grade > 0 and qid in queries:
+                qrels.setdefault(qid, {})[did] = grade
+    return Dataset(corpus, queries, qrels)
+
+
+def doc_filename(doc_id: str) -> str:
+    """A file name for a document id that is safe on every filesystem."""
+    safe = _SAFE_ID.sub("_", doc_id)
+    if safe != doc_id or len(safe) > 100:
+        safe = f"{safe[:80]}-{hashlib.sha1(doc_id.encode()).hexdigest()[:10]}"
+    return f"{safe}.md"
+
+
+def write_corpus(dataset: Dataset, memory_dir: Path) -> dict[str, str]:
+    """Write one Markdown file per document; returns workspace path -> document id."""
+    memory_dir.mkdir(parents=True, exist_ok=True)
+    mapping: dict[str, str] = {}
+    for doc_id, (title, text) in dataset.corpus.items():
+        name = doc_filename(doc_id)
+        body = f"# {title}\n\n{text}\n" if title else f"{text}\n"
+        path = memory_dir / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != body:
+            path.write_text(body, encoding="utf-8")
+        mapping[f"memory/{name}"] = doc_id
+    return mapping
+
+
+def collapse_to_documents(
+    results: Iterable[MemorySearchResult], path_to_doc: Mapping[str, str]
+) -> list[str]:
+    """Document ids in rank order, each at the rank of its best chunk."""
+    seen: dict[str, None] = {}
+    for hit in results:
+        doc = path_to_doc.get(hit.path)
+        if doc is not None and doc not in seen:
+            seen[doc] = None
+    return list(seen)
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    dcg = sum(
+        (2 ** relevant.get(doc, 0) - 1) / math.log2(i + 2) for i, doc in enumerate(ranked[:k])
+    )
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
+    if not relevant:
+        return 0.0
+    return len(set(ranked[:k]) & set(relevant)) / len(relevant)
+
+
+def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    for i, doc in enumerate(ranked[:k]):
+        if doc in relevant:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def evaluate(
+    dataset: Dataset,
+    search: Callable[[str], list[MemorySearchResult]],
+    path_to_doc: Mapping[str, str],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, float]:
+    """Run every judged query and average the metrics over them."""
+    judged = [qid for qid in dataset.queries if qid in dataset.qrels]
+    totals = {"ndcg_at_10": 0.0, "recall_at_10": 0.0, "recall_at_100": 0.0, "mrr_at_10": 0.0}
+    for n, qid in enumerate(judged, 1):
+        ranked = collapse_to_documents(search(dataset.queries[qid]), path_to_doc)
+        relevant = dataset.qrels[qid]
+        totals["ndcg_at_10"] += ndcg_at_k(ranked, relevant)
+        totals["recall_at_10"] += recall_at_k(ranked, relevant, 10)
+        totals["recall_at_100"] += recall_at_k(ranked, relevant, 100)
+        totals["mrr_at_10"] += mrr_at_k(ranked, relevant)
+        if progress is not None:
+            progress(n, len(judged))
+    count = max(1, len(judged))
+    return {key: value / count for key, value in totals.items()} | {"queries": float(len(judged))}
