@@ -58,7 +58,10 @@ class Searcher:
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
     ) -> list[Candidate]:
         fts = build_fts_query(query, tokenizer=store.tokenizer, mode="or")
-        return store.keyword_search(fts, limit, sources) if fts is not None else []
+        if fts is None:
+            return []
+        filtered = not set(sources) >= set(self.settings.sources)
+        return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
 
     def keyword_only(
         self,

@@ -313,32 +313,47 @@ class IndexStore:
     # -- search -----------------------------------------------------------------------------
 
     def keyword_search(
-        self, query: FtsQuery, limit: int, sources: Sequence[str]
+        self, query: FtsQuery, limit: int, sources: Sequence[str], *, prefetch: int | None = None
     ) -> list[Candidate]:
-        """BM25 over the FTS table; ``text_score`` is the spec's rank-to-score mapping."""
+        """BM25 over the FTS table; ``text_score`` is the spec's rank-to-score mapping.
+
+        FTS5 picks its ``prefetch`` best rows on its own (``ORDER BY rank LIMIT`` is optimised
+        inside FTS5) before the join, so the cost does not grow with how many rows match an
+        OR query; ``prefetch`` should exceed ``limit`` when ``sources`` filters.
+        """
         if not self.fts_available:
             return []
         src_marks = ",".join("?" * len(sources))
         params: list[Any] = []
-        if query.match:
+        if query.match and not query.like_terms:
             sql = (
-                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank "
-                "FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
-                "WHERE chunks_fts MATCH ?"
+                "WITH top AS (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+                "ORDER BY rank LIMIT ?) "
+                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, top.rank "
+                "FROM top JOIN chunks c ON c.rowid = top.rowid "
+                f"WHERE c.source IN ({src_marks}) ORDER BY top.rank LIMIT ?"
             )
-            params.append(query.match)
+            params = [query.match, max(limit, prefetch or limit), *sources, limit]
         else:
-            sql = (
-                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0.0 "
-                "FROM chunks c WHERE 1 = 1"
-            )
-        for term in query.like_terms:
-            sql += " AND c.text LIKE ? ESCAPE '\\'"
-            params.append(term)
-        sql += f" AND c.source IN ({src_marks})"
-        params.extend(sources)
-        sql += " ORDER BY 7 ASC LIMIT ?" if query.match else " LIMIT ?"
-        params.append(limit)
+            if query.match:
+                sql = (
+                    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank "
+                    "FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                    "WHERE chunks_fts MATCH ?"
+                )
+                params.append(query.match)
+            else:
+                sql = (
+                    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0.0 "
+                    "FROM chunks c WHERE 1 = 1"
+                )
+            for term in query.like_terms:
+                sql += " AND c.text LIKE ? ESCAPE '\\'"
+                params.append(term)
+            sql += f" AND c.source IN ({src_marks})"
+            params.extend(sources)
+            sql += " ORDER BY 7 ASC LIMIT ?" if query.match else " LIMIT ?"
+            params.append(limit)
         return [
             Candidate(
                 id=cid,
