@@ -45,6 +45,12 @@ class FallbackMemoryManager(BaseMemoryManager):
         self.primary_failed = primary is None
         self.closed = False
 
+    @property
+    def active(self) -> MemorySearchManager | None:
+        """The manager serving calls now: the primary until it fails, then the fallback
+        (``None`` before the fallback is first built)."""
+        return self._fallback if self.primary_failed else self._primary
+
     def _switch(self, exc: BaseException) -> None:
         with self._lock:
             if self.primary_failed:

@@ -165,7 +165,7 @@ def capture_target(manager: object) -> Any | None:
     if isinstance(manager, FallbackMemoryManager):
         if manager.primary_failed:
             return None
-        manager = getattr(manager, "_primary", None)  # the wrapper has no public accessor
+        manager = manager.active
     if all(callable(getattr(manager, name, None)) for name in CAPTURE_METHODS):
         return manager
     return None
