@@ -240,3 +240,36 @@ def test_score_helpers() -> None:
     assert 0.0 < bm25_to_score(0.5) < bm25_to_score(4.0) < 1.0
     assert keyword_terms("deploy 北京机房 NEAR(") == ["deploy", "NEAR", "北京", "京机", "机房"]
     assert keyword_terms('"*"') == []
+
+
+def test_failing_provider_is_reported_not_raised_by_status(build: Build, workspace: Path) -> None:
+    from types import SimpleNamespace
+
+    import memwell_lancedb.plugin as lance_plugin
+    from memwell.descriptors import EmbeddingProviderSpec
+    from memwell.errors import ProviderUnavailableError
+    from memwell.hookspecs import hookimpl
+
+    def create(ctx: object) -> HashEmbeddingProvider:
+        raise ProviderUnavailableError("no API key for broken")
+
+    @hookimpl
+    def memwell_embedding_providers() -> list[EmbeddingProviderSpec]:
+        return [
+            EmbeddingProviderSpec(id="broken", create=create, default_model="m", transport="remote")
+        ]
+
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register(
+        SimpleNamespace(memwell_embedding_providers=memwell_embedding_providers), "broken"
+    )
+    registry.register(lance_plugin, "lancedb")
+    write(workspace, NOTES)
+    memory = build(workspace, provider="broken", registry=registry)
+    with pytest.raises(ProviderUnavailableError):
+        memory.sync()
+    status = memory.status()
+    assert status.search_mode == "disabled"
+    assert "no API key" in str(status.provider_unavailable_reason)
+    assert "no API key" in str(status.last_sync_error)
+    assert not memory.probe_embedding().ok and not memory.probe_vector().ok

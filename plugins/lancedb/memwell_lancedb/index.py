@@ -302,7 +302,9 @@ class DocumentIndex:
                 progress(SyncProgress(completed=done, total=len(files), label="embedding"))
         return vectors
 
-    def _chunk_rows(self, files: Sequence[Scanned], vectors: dict[str, Vector]) -> list[Any]:
+    def _chunk_rows(
+        self, files: Sequence[Scanned], vectors: dict[str, Vector]
+    ) -> list[dict[str, Any]]:
         model = self.expected_meta()["model"]
         rows: list[dict[str, Any]] = []
         for item in files:

@@ -247,8 +247,13 @@ class LanceMemoryManager(BaseMemoryManager):
         meta = self.index.meta()
         counts, vector_count = self.index.counts()
         fields = self._provider_fields()
-        stale = meta is not None and not self.index.vectors_usable(meta)
-        if "search_mode" not in fields and self.runtime.initialized and stale:
+        usable = (
+            "search_mode" in fields
+            or not self.runtime.initialized
+            or meta is None
+            or self.index.vectors_usable(meta)
+        )
+        if not usable:
             fields["search_mode"] = "fts-only"
             fields["provider_unavailable_reason"] = (
                 "index was built with another embedding model; reindex pending"
