@@ -226,10 +226,10 @@ class RemoteEmbeddingProvider(ABC):
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
         """Map an SDK exception; ``None`` leaves it to the generic mapping."""
 
-    def embed_query(self, text: str) -> list[float]:
+    def embed_query(self, text: str) -> Sequence[float]:
         return self._call(lambda: self._accept(self._request([text], query=True), 1))[0]
 
-    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+    def embed_batch(self, texts: Sequence[str]) -> list[Sequence[float]]:
         batch = list(texts)
         if not batch:
             return []
@@ -250,19 +250,19 @@ class RemoteEmbeddingProvider(ABC):
                     mapped = response_error(self.id, f"{type(exc).__name__}: {exc}")
             raise mapped from exc
 
-    def _accept(self, vectors: Sequence[Sequence[float] | None], count: int) -> list[list[float]]:
+    def _accept(
+        self, vectors: Sequence[Sequence[float] | None], count: int
+    ) -> list[Sequence[float]]:
         """Check a response (count, non-empty, one width) and learn the dimensions."""
         if len(vectors) != count:
             raise response_error(self.id, f"{len(vectors)} vectors for {count} inputs")
-        rows = [[float(x) for x in vector] if vector is not None else [] for vector in vectors]
+        rows = [vector if vector is not None else () for vector in vectors]
         widths = {len(row) for row in rows}
-        if not widths:
-            return rows
         if 0 in widths:
             raise response_error(self.id, "empty embedding vector")
         if len(widths) > 1:
             raise response_error(self.id, f"vectors of mixed widths {sorted(widths)}")
-        width = widths.pop()
+        (width,) = widths
         if self.dims is not None and width != self.dims:
             raise ProviderError(
                 f"{self.id} returned {width}-dimensional vectors, expected {self.dims}",
@@ -455,7 +455,7 @@ class BatchingRemoteProvider(RemoteEmbeddingProvider):
     def _run_batch(self, texts: list[str]) -> list[list[float]]:
         """Upload, create, poll and download one batch job of ``texts`` (custom ids = index)."""
 
-    def batch_embed(self, texts: list[str]) -> list[list[float]]:
+    def batch_embed(self, texts: list[str]) -> list[Sequence[float]]:
         """Embed documents through the provider's batch API."""
         if not texts:
             return []

@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email import policy
 from email.parser import BytesParser
@@ -161,7 +161,7 @@ class FakeEmbeddingServer:
                 return handler(match, data, headers, body, dims)
         return _Response(404, json.dumps({"error": {"message": f"no route {route}"}}).encode())
 
-    def _routes(self) -> Iterator[tuple[str, Any]]:
+    def _routes(self) -> Iterator[tuple[str, Callable[..., _Response]]]:
         yield r"POST /upload/\w+/files", self._gemini_upload_start
         yield r"POST /upload-session/(?P<id>\w+)", self._gemini_upload_data
         yield r"POST .*/models/(?P<model>[^/:]+):batchEmbedContents", self._gemini_embed
@@ -254,7 +254,7 @@ class FakeEmbeddingServer:
     # -- batch: jobs ------------------------------------------------------------------------------
 
     def _new_job(self, kind: str, input_file: str, dims: int) -> dict[str, Any]:
-        job = {
+        job: dict[str, Any] = {
             "id": self._next_id("batch"),
             "kind": kind,
             "input": input_file,
@@ -284,7 +284,7 @@ class FakeEmbeddingServer:
     def _get_job(
         self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
     ) -> _Response:
-        job = self.jobs.get(match["id"])
+        job = self.jobs.get(str(match["id"]))
         if job is None:
             return _Response(404, b'{"error": {"message": "no such batch"}}')
         job["step"] = min(job["step"] + 1, len(self.batch_plan.states) - 1)

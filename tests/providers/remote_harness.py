@@ -134,7 +134,8 @@ def create_provider(
 
 def unit(vector: list[float]) -> np.ndarray[Any, np.dtype[np.float32]]:
     arr = np.asarray(vector, dtype=np.float32)
-    return arr / np.linalg.norm(arr)
+    normed: np.ndarray[Any, np.dtype[np.float32]] = arr / np.linalg.norm(arr)
+    return normed
 
 
 def expected_matrix(texts: list[str], dims: int = 8) -> np.ndarray[Any, np.dtype[np.float32]]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from fake_embedding_server import FakeEmbeddingServer, Reply, fake_vector
 from memwell.config import load_settings
 from memwell.embeddings import provider_key
 from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.remote import merge_headers
+from memwell.remote import RemoteEmbeddingProvider, merge_headers
 
 server = pytest.fixture(h.serve)
 _clean_env = pytest.fixture(autouse=True)(h.clean_env)
@@ -239,6 +241,43 @@ def test_malformed_json_is_a_provider_error(
     assert not info.value.retryable and delays == []
 
 
+def raw_embeddings(pid: str, vectors: list[list[float]]) -> Reply:
+    """A 200 response in ``pid``'s wire format carrying exactly ``vectors``."""
+    if pid == "gemini":
+        payload: dict[str, Any] = {"embeddings": [{"values": v} for v in vectors]}
+    else:
+        payload = {
+            "object": "list",
+            "id": "emb-x",
+            "model": "m",
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            "data": [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+            ],
+        }
+    return Reply(body=json.dumps(payload).encode())
+
+
+@providers
+@pytest.mark.parametrize(
+    ("vectors", "message"),
+    [
+        ([[0.1, 0.2], [0.3, 0.4]], "2 vectors for 3 inputs"),
+        ([[0.1, 0.2], [0.3], [0.4, 0.5]], r"mixed widths \[1, 2\]"),
+        ([[], [], []], "empty embedding vector"),
+    ],
+)
+def test_unusable_vectors_are_rejected_without_retry(
+    server: FakeEmbeddingServer, pid: str, vectors: list[list[float]], message: str, tmp_path: Path
+) -> None:
+    runtime, delays = h.runtime_for(server, pid, tmp_path)
+    server.push(raw_embeddings(pid, vectors))
+    with pytest.raises(ProviderError, match=message) as info:
+        runtime.embed_documents(["a", "b", "c"])
+    assert not info.value.retryable and delays == []
+    assert runtime.provider is not None and runtime.provider.dims is None
+
+
 @providers
 def test_dimension_change_between_responses_is_an_error(
     server: FakeEmbeddingServer, pid: str, tmp_path: Path
@@ -400,27 +439,24 @@ def test_mistral_base_url_with_or_without_version(
 def test_provider_key_tracks_base_url_model_and_headers_but_not_auth(
     pid: str, tmp_path: Path
 ) -> None:
-    def key(**values: object) -> str:
-        return provider_key(h.create_provider(pid, tmp_path, **values))
+    base = {"api_key": "k1", "base_url": "http://a.test/v1"}
 
-    base = {"providers": {pid: {"api_key": "k1", "base_url": "http://a.test/v1"}}}
-    reference = key(**base)
-    assert key(providers={pid: {"api_key": "k2", "base_url": "http://a.test/v1"}}) == reference
-    assert key(providers={pid: {"api_key": "k1", "base_url": "http://b.test/v1"}}) != reference
-    assert key(model="other-model", **base) != reference
-    data = h.create_provider(pid, tmp_path, **base).cache_key_data()
+    def make(section: dict[str, str] = base, **values: Any) -> RemoteEmbeddingProvider:
+        return h.create_provider(pid, tmp_path, providers={pid: section}, **values)
+
+    reference = provider_key(make())
+    assert provider_key(make({**base, "api_key": "k2"})) == reference
+    assert provider_key(make({**base, "base_url": "http://b.test/v1"})) != reference
+    assert provider_key(make(model="other-model")) != reference
+    data = make().cache_key_data()
     assert data["provider"] == pid and data["model"] == h.DEFAULT_MODELS[pid]
     assert data["base_url"] == "http://a.test/v1"
     if pid == "voyage":
         return
-    assert key(remote={"headers": {"X-Tenant": "a"}}, **base) != reference
-    assert key(remote={"headers": {"Authorization": "Bearer other"}}, **base) == reference
-    data = h.create_provider(
-        pid,
-        tmp_path,
-        remote={"headers": {"X-B": "2", "x-goog-api-key": "secret", "X-A": "1"}},
-        **base,
-    ).cache_key_data()
+    assert provider_key(make(remote={"headers": {"X-Tenant": "a"}})) != reference
+    assert provider_key(make(remote={"headers": {"Authorization": "Bearer x"}})) == reference
+    headers = {"X-B": "2", "x-goog-api-key": "secret", "X-A": "1"}
+    data = make(remote={"headers": headers}).cache_key_data()
     assert data["headers"] == [["x-a", "1"], ["x-b", "2"]]
 
 
