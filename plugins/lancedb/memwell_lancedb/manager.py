@@ -336,11 +336,10 @@ class LanceMemoryManager(BaseMemoryManager):
 
 
 def as_lance_manager(manager: object) -> LanceMemoryManager | None:
-    """The open LanceDB manager behind ``manager`` (itself, or the live primary of the
+    """The open LanceDB manager behind ``manager`` (itself, or the active manager of the
     fallback wrapper ``open_memory`` puts around every non-builtin backend), or ``None``."""
-    if isinstance(manager, FallbackMemoryManager) and not manager.primary_failed:
-        # The wrapper has no public accessor for its primary.
-        manager = getattr(manager, "_primary", None)
+    if isinstance(manager, FallbackMemoryManager):
+        manager = manager.active
     if isinstance(manager, LanceMemoryManager) and not manager.closed:
         return manager
     return None
