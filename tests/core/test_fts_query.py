@@ -318,3 +318,11 @@ def test_keyword_boost_matches_cjk_inside_a_run() -> None:
 @settings(max_examples=200, deadline=None)
 def test_keyword_boost_in_unit_interval(query: str, text: str, path: str) -> None:
     assert 0.0 <= keyword_boost(query, text, path) <= 1.0
+
+
+def test_keeping_drops_terms_but_never_empties_the_query() -> None:
+    fq = build_fts_query("alpha beta gamma")
+    assert fq is not None and fq.terms == ("alpha", "beta", "gamma")
+    assert fq.keeping({"beta"}).match == '"beta"'
+    assert fq.keeping(set()).match == fq.match
+    assert build_fts_query("alpha beta", mode="and").keeping({"alpha"}).match == '"alpha"'  # type: ignore[union-attr]

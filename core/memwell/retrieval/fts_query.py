@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
 from memwell.retrieval.keywords import tokenize
@@ -38,6 +38,14 @@ class FtsQuery:
 
     match: str | None
     like_terms: tuple[str, ...]
+    terms: tuple[str, ...] = field(default=(), compare=False)
+    joiner: str = field(default=" OR ", compare=False)
+
+    def keeping(self, keep: Collection[str]) -> FtsQuery:
+        """The same query with only the MATCH ``terms`` in ``keep`` (all of them if none are)."""
+        kept = tuple(t for t in self.terms if t in keep) or self.terms
+        match = self.joiner.join(map(_quote, kept)) or None
+        return FtsQuery(match=match, like_terms=self.like_terms, terms=kept, joiner=self.joiner)
 
 
 def _searchable(terms: Iterable[str]) -> list[str]:
@@ -107,7 +115,12 @@ def build_fts_query(
     if not match_terms and not like_terms:
         return None
     match = _JOINERS[mode].join(map(_quote, match_terms)) or None
-    return FtsQuery(match=match, like_terms=tuple(map(_like_pattern, like_terms)))
+    return FtsQuery(
+        match=match,
+        like_terms=tuple(map(_like_pattern, like_terms)),
+        terms=tuple(match_terms),
+        joiner=_JOINERS[mode],
+    )
 
 
 def bm25_rank_to_score(rank: float) -> float:

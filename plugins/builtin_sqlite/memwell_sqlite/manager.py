@@ -13,6 +13,7 @@ from typing import Any
 from memwell.config import MemwellSettings
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
+from memwell.embeddings import EmbeddingProvider
 from memwell.errors import BackendUnavailableError, ProviderError
 from memwell.manager import BaseMemoryManager, ProgressCallback
 from memwell.models import (
@@ -68,6 +69,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.searcher = Searcher(self.settings, self.workspace, self.vectors)
         self._reader: IndexStore | None = None
         self._reader_meta: dict[str, Any] | None = None
+        self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
         self._read_lock = threading.RLock()
         self._sync_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -188,7 +190,15 @@ class SqliteMemoryManager(BaseMemoryManager):
         return store
 
     def _expected_meta(self) -> dict[str, Any]:
+        """What the index metadata must say for this configuration (cached per provider)."""
         provider = self.runtime.provider
+        if self._meta_cache is not None and self._meta_cache[0] is provider:
+            return self._meta_cache[1]
+        meta = self._compute_meta(provider)
+        self._meta_cache = (provider, meta)
+        return meta
+
+    def _compute_meta(self, provider: EmbeddingProvider | None) -> dict[str, Any]:
         chunking = self.settings.chunking
         return {
             "model": provider.model if provider else FTS_ONLY_MODEL,
@@ -323,7 +333,7 @@ class SqliteMemoryManager(BaseMemoryManager):
     def _bootstrap_if_empty(self) -> None:
         with self._read_lock:
             store = self._reader_store()
-            empty = store is None or store.chunk_count() == 0
+            empty = store is None or not store.has_chunks()
         if empty and (
             list_memory_files(self.workspace, self.settings.extra_paths)
             or "sessions" in self.settings.sources

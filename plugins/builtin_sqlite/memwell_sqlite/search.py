@@ -60,6 +60,12 @@ class Searcher:
         fts = build_fts_query(query, tokenizer=store.tokenizer, mode="or")
         if fts is None:
             return []
+        if len(fts.terms) > 1 and not fts.like_terms:
+            # Terms in more than half of the chunks have an IDF of zero in FTS5's BM25: they
+            # cannot change the ranking, only make FTS5 score thousands of extra rows.
+            half = store.chunk_total() // 2
+            frequencies = store.doc_frequencies(fts.terms, half + 1)
+            fts = fts.keeping({t for t, df in frequencies.items() if df <= half})
         filtered = not set(sources) >= set(self.settings.sources)
         return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
 

@@ -84,6 +84,8 @@ class IndexStore:
             path, load_vec=vector_enabled, extension_path=extension_path
         )
         self.fts_error: str | None = None
+        self._stats_version = -1
+        self._stats: dict[str, int] = {}
         self.conn.executescript(_SCHEMA)
         self._create_fts()
         self.vec_dims = self._existing_vec_dims()
@@ -409,6 +411,41 @@ class IndexStore:
             for r in rows
         }
         return [(r, by_rowid[r]) for r in rowids if r in by_rowid]
+
+    def _stats_cache(self) -> dict[str, int]:
+        """Per-snapshot cache: cleared whenever another connection commits."""
+        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._stats_version:
+            self._stats_version = version
+            self._stats = {}
+        return self._stats
+
+    def doc_frequencies(self, terms: Sequence[str], cap: int) -> dict[str, int]:
+        """How many chunks match each quoted term, counting at most ``cap`` (cached)."""
+        cache = self._stats_cache()
+        out: dict[str, int] = {}
+        for term in terms:
+            key = f"df:{cap}:{term}"
+            if key not in cache:
+                cache[key] = int(
+                    self.conn.execute(
+                        "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
+                        "MATCH ? LIMIT ?)",
+                        ('"' + term.replace('"', '""') + '"', cap),
+                    ).fetchone()[0]
+                )
+            out[term] = cache[key]
+        return out
+
+    def has_chunks(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+
+    def chunk_total(self) -> int:
+        """Chunk count, cached per snapshot."""
+        cache = self._stats_cache()
+        if "chunks" not in cache:
+            cache["chunks"] = self.chunk_count()
+        return cache["chunks"]
 
     def chunk_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
