@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +93,46 @@ class Fact:
     question: str
 
 
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "re",
+    "tu",
+    "sa",
+    "ven",
+    "dor",
+    "pel",
+    "qui",
+    "zan",
+    "bri",
+    "fo",
+    "gat",
+    "hul",
+    "jin",
+]
+
+
+def _vocabulary(size: int = 6000, seed: int = 11) -> list[str]:
+    """Domain words first, then pronounceable pseudo-words; used with Zipf frequencies."""
+    rng = random.Random(seed)
+    words = list(WORDS)
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+VOCABULARY = _vocabulary()
+# Zipf's law (exponent 1.1) so, as in real notes, a few words are everywhere and most are rare.
+_WEIGHTS = list(itertools.accumulate(1.0 / (rank**1.1) for rank in range(1, len(VOCABULARY) + 1)))
+
+
 def _paragraph(rng: random.Random, topic: str, words: int) -> str:
-    body = " ".join(rng.choice(WORDS) for _ in range(words))
+    body = " ".join(rng.choices(VOCABULARY, cum_weights=_WEIGHTS, k=words))
     return f"{rng.choice(NAMES)} noted on {topic}: {body}."
 
 
