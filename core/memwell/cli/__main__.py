@@ -1,0 +1,5 @@
+"""``python -m memwell.cli``: the same as the ``memwell`` command."""
+
+from memwell.cli.main import main
+
+main()
