@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -85,3 +85,25 @@ class EmbeddingProviderSpec:
     config_model: type[BaseModel] | None = None
     key_env: tuple[str, ...] = ()
     description: str = ""
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """An agent tool offered by a plugin for one manager (see ``memwell_agent_tools``).
+
+    :param definition: the OpenAI function-calling definition,
+        ``{"type": "function", "function": {"name", "description", "parameters"}}``, where
+        ``parameters`` is a JSON schema; the MCP server serves the same schema.
+    :param run: executes the tool with already-parsed arguments and returns a JSON-able payload.
+        It must never raise: a bad argument gives ``{"error": ...}`` and an unavailable store
+        ``{"disabled": True, "error": ...}`` (see :mod:`memwell.tools` for helpers).
+    """
+
+    definition: dict[str, Any]
+    run: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+    @property
+    def name(self) -> str:
+        """The tool's name, ``definition["function"]["name"]``."""
+        name: str = self.definition["function"]["name"]
+        return name

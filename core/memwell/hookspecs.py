@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import click
 
     from .agent import TurnMessage
-    from .descriptors import EmbeddingProviderSpec, SearchBackend
+    from .descriptors import AgentTool, EmbeddingProviderSpec, SearchBackend
     from .manager import MemorySearchManager
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -110,6 +110,34 @@ def memwell_after_turn(
     :param messages: the turn's messages, oldest first.
     :param session_key: the agent session, if known.
     :param success: whether the turn completed without error.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def memwell_agent_tools(manager: MemorySearchManager) -> Iterable[AgentTool] | None:
+    """Return extra agent tools for ``manager``, next to ``memory_search`` and ``memory_get``.
+
+    Called by :func:`memwell.tools.plugin_tools`, which :func:`memwell.tools.tool_definitions`,
+    :func:`memwell.tools.execute_tool` and the MCP server (``memwell mcp``) use. Return tools
+    only when ``manager`` is the plugin's own kind of manager; for the
+    :class:`~memwell.fallback.FallbackMemoryManager` that ``open_memory`` puts around every
+    non-builtin backend, look at its ``active`` manager unless ``primary_failed``. A tool whose
+    name is already taken (by a core tool or another plugin's tool) is ignored, and an
+    implementation that raises is logged and skipped.
+
+    :param manager: the memory manager the tools will serve.
+    :returns: an iterable of :class:`memwell.descriptors.AgentTool`, or ``None``.
+
+    Example::
+
+        @hookimpl
+        def memwell_agent_tools(manager):
+            if isinstance(manager, FallbackMemoryManager) and not manager.primary_failed:
+                manager = manager.active
+            if isinstance(manager, JsonFileManager):
+                yield AgentTool(definition=COUNT_TOOL, run=lambda args: {"count": manager.count()})
 
     .. versionadded:: 0.1
     """

@@ -2,6 +2,11 @@
 
 The executors never raise. A backend or provider failure gives a ``disabled`` payload that
 tells the model why memory is unavailable; malformed arguments give an ``error`` payload.
+
+Plugins add tools for their own managers through the ``memwell_agent_tools`` hook
+(:func:`plugin_tools`); :func:`tool_definitions` and :func:`execute_tool` include them when
+given a manager. The argument helpers :class:`BadArgument`, :func:`parse_arguments`,
+:func:`optional_int` and :func:`error_text` are public so plugin tools can follow the same rules.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
+from .descriptors import AgentTool
 from .manager import MemorySearchManager
 from .models import MemorySearchResult
+from .plugins import PluginRegistry, get_registry
 from .retrieval.snippets import citations_enabled, format_citation
 
 log = logging.getLogger(__name__)
@@ -95,42 +102,157 @@ MEMORY_GET_TOOL: dict[str, Any] = {
 }
 
 
-def tool_definitions() -> list[dict[str, Any]]:
-    """Fresh copies of both tool definitions, ready for an OpenAI ``tools=`` argument."""
-    return [copy.deepcopy(MEMORY_SEARCH_TOOL), copy.deepcopy(MEMORY_GET_TOOL)]
+CORE_TOOL_NAMES = ("memory_search", "memory_get")
+"""Names of the core tools; a plugin tool with one of these names is ignored."""
 
 
-class _BadArgument(ValueError):
-    """A tool argument has the wrong type or value."""
+class BadArgument(ValueError):
+    """A tool argument has the wrong type or value; executors turn it into an ``error`` payload.
+
+    Example::
+
+        try:
+            limit = optional_int("limit", args.get("limit"), 1, 20)
+        except BadArgument as exc:
+            return {"error": str(exc)}
+    """
 
 
-def _resolve(manager: ManagerSource) -> MemorySearchManager:
-    if isinstance(manager, MemorySearchManager):
-        return manager
-    return manager()
+def error_text(exc: BaseException) -> str:
+    """The message of ``exc`` for an ``error`` payload; its type name when the message is blank.
 
+    Example::
 
-def _error_text(exc: BaseException) -> str:
+        error_text(RuntimeError("  "))  # -> "RuntimeError"
+    """
     return str(exc).strip() or type(exc).__name__
 
 
-def _optional_int(name: str, value: object, low: int, high: int | None = None) -> int | None:
-    """``value`` as an int clamped to ``[low, high]``; integral floats are accepted."""
+def optional_int(name: str, value: object, low: int, high: int | None = None) -> int | None:
+    """``value`` as an int clamped to ``[low, high]``, or ``None`` when ``value`` is ``None``.
+
+    Integral floats (``3.0``) are accepted, as JSON clients often send them.
+
+    :param name: the argument's name, for the error message.
+    :raises BadArgument: ``value`` is a bool, a non-integral number or not a number.
+    """
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadArgument(f"{name} must be an integer, got {value!r}")
+        raise BadArgument(f"{name} must be an integer, got {value!r}")
     clamped = max(low, value)
     return clamped if high is None else min(high, clamped)
+
+
+def parse_arguments(arguments: object) -> Mapping[str, Any]:
+    """A tool call's arguments as a mapping; ``arguments`` may be the raw JSON string.
+
+    A blank string means no arguments.
+
+    :raises BadArgument: the string is not valid JSON, or the arguments are not an object.
+    """
+    parsed = arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError) as exc:
+            raise BadArgument(f"arguments are not valid JSON: {exc}") from exc
+    if not isinstance(parsed, Mapping):
+        raise BadArgument(f"arguments must be a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+def _resolve(manager: ManagerSource) -> MemorySearchManager:
+    if isinstance(manager, MemorySearchManager) or not callable(manager):
+        return manager
+    return manager()
+
+
+def _valid_tool_name(tool: object) -> str | None:
+    """The name of ``tool`` if it is a well-formed :class:`AgentTool`, else ``None``."""
+    if not isinstance(tool, AgentTool) or not callable(tool.run):
+        return None
+    definition = tool.definition
+    function = definition.get("function") if isinstance(definition, Mapping) else None
+    if not isinstance(function, Mapping) or definition.get("type") != "function":
+        return None
+    name = function.get("name")
+    description = function.get("description", "")
+    if not isinstance(name, str) or not name or not isinstance(description, str):
+        return None
+    return name if isinstance(function.get("parameters"), Mapping) else None
+
+
+def plugin_tools(
+    manager: MemorySearchManager, registry: PluginRegistry | None = None
+) -> list[AgentTool]:
+    """The tools plugins offer for ``manager`` through the ``memwell_agent_tools`` hook.
+
+    Every plugin is asked separately: one whose hook raises, or returns something other than
+    :class:`~memwell.descriptors.AgentTool` items, is logged and skipped. A tool named like a
+    core tool (:data:`CORE_TOOL_NAMES`), or like a tool a plugin asked before offered, is
+    ignored. Never raises.
+
+    :param registry: the plugin registry (default: the process-wide one).
+    """
+    try:
+        reg = registry if registry is not None else get_registry()
+        results = reg.call_each("memwell_agent_tools", manager=manager)
+    except Exception as exc:
+        log.warning("memwell plugin tools unavailable: %s: %s", type(exc).__name__, exc)
+        return []
+    tools: list[AgentTool] = []
+    owners: dict[str, str] = {name: "memwell" for name in CORE_TOOL_NAMES}
+    for plugin, result in results:
+        try:
+            offered = list(result or ())
+        except Exception as exc:
+            log.warning(
+                "memwell plugin %r failed in memwell_agent_tools: %s: %s",
+                plugin,
+                type(exc).__name__,
+                exc,
+            )
+            continue
+        for tool in offered:
+            name = _valid_tool_name(tool)
+            if name is None:
+                log.warning("memwell plugin %r offered an invalid agent tool: %r", plugin, tool)
+                continue
+            if name in owners:
+                log.warning(
+                    "memwell plugin %r offered tool %r, already provided by %r; ignored",
+                    plugin,
+                    name,
+                    owners[name],
+                )
+                continue
+            owners[name] = plugin
+            tools.append(tool)
+    return tools
+
+
+def tool_definitions(
+    manager: MemorySearchManager | None = None, registry: PluginRegistry | None = None
+) -> list[dict[str, Any]]:
+    """Fresh copies of the tool definitions, ready for an OpenAI ``tools=`` argument.
+
+    Without ``manager``: ``memory_search`` and ``memory_get``. With it, the tools plugins offer
+    for that manager follow (see :func:`plugin_tools`).
+    """
+    definitions = [copy.deepcopy(MEMORY_SEARCH_TOOL), copy.deepcopy(MEMORY_GET_TOOL)]
+    if manager is not None:
+        definitions += [copy.deepcopy(t.definition) for t in plugin_tools(manager, registry)]
+    return definitions
 
 
 def _optional_score(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _BadArgument(f"min_score must be a number between 0 and 1, got {value!r}")
+        raise BadArgument(f"min_score must be a number between 0 and 1, got {value!r}")
     return min(1.0, max(0.0, float(value)))
 
 
@@ -186,12 +308,12 @@ def memory_search(
     """
     try:
         if not isinstance(query, str):
-            raise _BadArgument(f"query must be a string, got {type(query).__name__}")
+            raise BadArgument(f"query must be a string, got {type(query).__name__}")
         if citations not in CITATION_MODES:
-            raise _BadArgument(f"citations must be one of {CITATION_MODES}, got {citations!r}")
-        limit = _optional_int("max_results", max_results, 1, MAX_RESULTS_CAP)
+            raise BadArgument(f"citations must be one of {CITATION_MODES}, got {citations!r}")
+        limit = optional_int("max_results", max_results, 1, MAX_RESULTS_CAP)
         threshold = _optional_score(min_score)
-    except _BadArgument as exc:
+    except BadArgument as exc:
         return {"results": [], "error": str(exc)}
     if not query.strip():
         return {"results": [], "warning": "The query is blank; nothing was searched."}
@@ -217,7 +339,7 @@ def memory_search(
         }
     except Exception as exc:
         log.warning("memory_search unavailable: %s: %s", type(exc).__name__, exc)
-        return _unavailable(_error_text(exc))
+        return _unavailable(error_text(exc))
 
 
 def memory_get(
@@ -231,27 +353,53 @@ def memory_get(
     shown_path = path if isinstance(path, str) else ""
     try:
         if not isinstance(path, str) or not path.strip():
-            raise _BadArgument("path must be a non-empty string")
-        start = _optional_int("from_line", from_line, 1)
-        count = _optional_int("lines", lines, 1)
+            raise BadArgument("path must be a non-empty string")
+        start = optional_int("from_line", from_line, 1)
+        count = optional_int("lines", lines, 1)
         result = _resolve(manager).read_file(path, from_line=start, lines=count)
         return {"path": result.path, "text": result.text, "untrusted_data": True}
     except Exception as exc:
-        if not isinstance(exc, _BadArgument):
+        if not isinstance(exc, BadArgument):
             log.warning("memory_get failed for %r: %s: %s", path, type(exc).__name__, exc)
-        return {"path": shown_path, "text": "", "disabled": True, "error": _error_text(exc)}
+        return {"path": shown_path, "text": "", "disabled": True, "error": error_text(exc)}
 
 
-def _parse_arguments(arguments: object) -> Mapping[str, Any]:
-    parsed = arguments
-    if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError) as exc:
-            raise _BadArgument(f"arguments are not valid JSON: {exc}") from exc
-    if not isinstance(parsed, Mapping):
-        raise _BadArgument(f"arguments must be a JSON object, got {type(parsed).__name__}")
-    return parsed
+def run_tool(tool: AgentTool, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+    """Run a plugin tool with ``arguments`` (a mapping or the raw JSON string). Never raises.
+
+    Malformed arguments give ``{"error": ...}``; a tool that raises anyway, or returns
+    something other than a mapping, gives ``{"disabled": True, "error": ...}``.
+    """
+    try:
+        args = parse_arguments(arguments)
+    except BadArgument as exc:
+        return {"error": str(exc)}
+    try:
+        payload = tool.run(args)
+        if not isinstance(payload, Mapping):
+            raise TypeError(f"tool {tool.name!r} returned {type(payload).__name__}, not a mapping")
+        return dict(payload)
+    except Exception as exc:
+        log.warning("tool %r failed: %s: %s", tool.name, type(exc).__name__, exc)
+        return {"disabled": True, "error": error_text(exc)}
+
+
+def _execute_plugin_tool(
+    name: str,
+    arguments: Mapping[str, Any] | str,
+    manager: ManagerSource,
+    registry: PluginRegistry | None,
+) -> dict[str, Any]:
+    try:
+        tools = {tool.name: tool for tool in plugin_tools(_resolve(manager), registry)}
+    except Exception as exc:
+        log.warning("tool %r unavailable: %s: %s", name, type(exc).__name__, exc)
+        return {"disabled": True, "error": error_text(exc)}
+    tool = tools.get(name)
+    if tool is None:
+        known = ", ".join(repr(n) for n in (*CORE_TOOL_NAMES, *tools))
+        return {"error": f"unknown tool {name!r}; expected one of {known}"}
+    return run_tool(tool, arguments)
 
 
 def execute_tool(
@@ -261,16 +409,19 @@ def execute_tool(
     *,
     session_key: str | None = None,
     citations: str = "auto",
+    registry: PluginRegistry | None = None,
 ) -> dict[str, Any]:
     """Dispatch an OpenAI tool call by name; ``arguments`` may be the raw JSON string.
 
-    Unknown tools and malformed arguments give an ``error`` payload. Never raises.
+    Names other than ``memory_search`` and ``memory_get`` go to the tools plugins offer for
+    the manager (:func:`plugin_tools`, from ``registry`` or the process-wide one). Unknown
+    tools and malformed arguments give an ``error`` payload. Never raises.
     """
-    if name not in ("memory_search", "memory_get"):
-        return {"error": f"unknown tool {name!r}; expected 'memory_search' or 'memory_get'"}
+    if name not in CORE_TOOL_NAMES:
+        return _execute_plugin_tool(name, arguments, manager, registry)
     try:
-        args = _parse_arguments(arguments)
-    except _BadArgument as exc:
+        args = parse_arguments(arguments)
+    except BadArgument as exc:
         if name == "memory_search":
             return {"results": [], "error": str(exc)}
         return {"path": "", "text": "", "disabled": True, "error": str(exc)}

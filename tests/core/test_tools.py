@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import memwell.tools as memwell_tools
 import pytest
+from memwell.descriptors import AgentTool
 from memwell.errors import BackendUnavailableError, PathNotAllowedError, ProviderError
+from memwell.hookspecs import hookimpl
 from memwell.manager import MemorySearchManager
 from memwell.models import (
     FallbackStatus,
@@ -14,14 +17,21 @@ from memwell.models import (
     ProbeResult,
     ReadFileResult,
 )
+from memwell.plugins import PluginRegistry
 from memwell.prompt import memory_prompt_section
 from memwell.tools import (
     MEMORY_GET_TOOL,
     MEMORY_SEARCH_TOOL,
     NOTICE,
+    BadArgument,
+    error_text,
     execute_tool,
     memory_get,
     memory_search,
+    optional_int,
+    parse_arguments,
+    plugin_tools,
+    run_tool,
     tool_definitions,
 )
 
@@ -462,3 +472,188 @@ def test_prompt_section_citations_off() -> None:
 def test_prompt_section_rejects_unknown_mode() -> None:
     with pytest.raises(ValueError, match="citations"):
         memory_prompt_section(citations="maybe")
+
+
+# -- plugin tools (memwell_agent_tools) --------------------------------------------------------
+
+
+def agent_tool(name: str, run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> AgentTool:
+    definition = {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"The {name} tool.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+        },
+    }
+    return AgentTool(definition, run)
+
+
+def echo(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return {"echo": dict(arguments)}
+
+
+class EchoPlugin:
+    """Offers ``echo`` for FakeManager instances only."""
+
+    def __init__(self) -> None:
+        self.managers: list[object] = []
+
+    @hookimpl
+    def memwell_agent_tools(self, manager: object) -> list[AgentTool] | None:
+        self.managers.append(manager)
+        if not isinstance(manager, FakeManager):
+            return None
+        return [agent_tool("echo", echo)]
+
+
+def make_registry(**plugins: object) -> PluginRegistry:
+    registry = PluginRegistry(load_entry_points=False)
+    for name, plugin in plugins.items():
+        registry.register(plugin, name)
+    return registry
+
+
+def test_plugin_contributes_a_tool() -> None:
+    plugin = EchoPlugin()
+    registry = make_registry(echo=plugin)
+    mgr = FakeManager()
+    assert [tool.name for tool in plugin_tools(mgr, registry)] == ["echo"]
+    assert plugin.managers == [mgr]
+    names = [d["function"]["name"] for d in tool_definitions(mgr, registry=registry)]
+    assert names == ["memory_search", "memory_get", "echo"]
+    assert execute_tool("echo", '{"x": 1}', mgr, registry=registry) == {"echo": {"x": 1}}
+    assert execute_tool("echo", {}, lambda: mgr, registry=registry) == {"echo": {}}
+
+
+def test_plugin_tool_definitions_are_copies() -> None:
+    registry = make_registry(echo=EchoPlugin())
+    mgr = FakeManager()
+    tool_definitions(mgr, registry=registry)[2]["function"]["name"] = "changed"
+    assert plugin_tools(mgr, registry)[0].name == "echo"
+
+
+def test_plugin_tools_only_for_their_manager() -> None:
+    registry = make_registry(echo=EchoPlugin())
+    other = object()
+    assert plugin_tools(other, registry) == []  # type: ignore[arg-type]
+    assert len(tool_definitions(other, registry=registry)) == 2  # type: ignore[arg-type]
+    payload = execute_tool("echo", {}, other, registry=registry)  # type: ignore[arg-type]
+    assert payload["error"].startswith("unknown tool 'echo'")
+
+
+def test_tool_definitions_without_manager_skip_plugins() -> None:
+    plugin = EchoPlugin()
+    registry = make_registry(echo=plugin)
+    assert len(tool_definitions(registry=registry)) == 2
+    assert plugin.managers == []
+
+
+class RaisingPlugin:
+    @hookimpl
+    def memwell_agent_tools(self) -> list[AgentTool]:
+        raise RuntimeError("plugin is broken")
+
+
+class RaisingGeneratorPlugin:
+    @hookimpl
+    def memwell_agent_tools(self) -> Iterator[AgentTool]:
+        yield agent_tool("half", echo)
+        raise RuntimeError("generator is broken")
+
+
+def test_a_raising_plugin_is_isolated(caplog: pytest.LogCaptureFixture) -> None:
+    registry = make_registry(
+        broken=RaisingPlugin(), half=RaisingGeneratorPlugin(), echo=EchoPlugin()
+    )
+    mgr = FakeManager()
+    assert [tool.name for tool in plugin_tools(mgr, registry)] == ["echo"]
+    assert "plugin is broken" in caplog.text and "generator is broken" in caplog.text
+    assert execute_tool("echo", {}, mgr, registry=registry) == {"echo": {}}
+    assert execute_tool("half", {}, mgr, registry=registry)["error"].startswith("unknown tool")
+
+
+class ClashingPlugin:
+    """Offers tools named like the core ones and like EchoPlugin's, plus an invalid item."""
+
+    @hookimpl
+    def memwell_agent_tools(self) -> list[object]:
+        def hijack(arguments: Mapping[str, Any]) -> dict[str, Any]:
+            raise AssertionError("a plugin tool must never shadow a core tool")
+
+        return [
+            agent_tool("memory_search", hijack),
+            agent_tool("memory_get", hijack),
+            agent_tool("echo", hijack),
+            {"type": "function"},
+            AgentTool({"function": {"name": "no_type", "parameters": {}}}, echo),
+            agent_tool("extra", echo),
+        ]
+
+
+def test_name_clashes_are_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    registry = make_registry(echo=EchoPlugin(), clash=ClashingPlugin())
+    mgr = FakeManager([hit("a.md", 0.5)])
+    tools = plugin_tools(mgr, registry)
+    assert sorted(tool.name for tool in tools) == ["echo", "extra"]
+    assert [t.name for t in tools].count("echo") == 1  # the plugin asked first keeps it
+    assert "offered tool 'echo', already provided by" in caplog.text
+    names = [d["function"]["name"] for d in tool_definitions(mgr, registry=registry)]
+    assert names.count("memory_search") == 1 and names.count("memory_get") == 1
+    assert names[:2] == ["memory_search", "memory_get"]
+    found = execute_tool("memory_search", {"query": "q"}, mgr, registry=registry)
+    assert [r["path"] for r in found["results"]] == ["a.md"]
+    assert "already provided by 'memwell'" in caplog.text
+    assert "invalid agent tool" in caplog.text
+
+
+def test_plugin_tool_failures_become_payloads() -> None:
+    def explode(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("store is gone")
+
+    def not_a_dict(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return ["nope"]  # type: ignore[return-value]
+
+    class Plugin:
+        @hookimpl
+        def memwell_agent_tools(self) -> list[AgentTool]:
+            return [agent_tool("explode", explode), agent_tool("odd", not_a_dict)]
+
+    registry = make_registry(plugin=Plugin())
+    mgr = FakeManager()
+    assert execute_tool("explode", {}, mgr, registry=registry) == {
+        "disabled": True,
+        "error": "store is gone",
+    }
+    assert execute_tool("odd", {}, mgr, registry=registry)["disabled"] is True
+    assert "not valid JSON" in execute_tool("explode", "{nope", mgr, registry=registry)["error"]
+    assert run_tool(agent_tool("echo", echo), "[1]") == {
+        "error": "arguments must be a JSON object, got list"
+    }
+
+
+def test_failing_manager_factory_gives_disabled_payload() -> None:
+    def factory() -> MemorySearchManager:
+        raise BackendUnavailableError("no backend")
+
+    payload = execute_tool("echo", {}, factory, registry=make_registry(echo=EchoPlugin()))
+    assert payload == {"disabled": True, "error": "no backend"}
+
+
+def test_plugin_tools_default_to_the_process_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memwell_tools, "get_registry", lambda: make_registry(echo=EchoPlugin()))
+    assert [tool.name for tool in plugin_tools(FakeManager())] == ["echo"]
+
+
+# -- public argument helpers -------------------------------------------------------------------
+
+
+def test_public_argument_helpers() -> None:
+    assert parse_arguments("  ") == {} and parse_arguments({"a": 1}) == {"a": 1}
+    with pytest.raises(BadArgument, match="not valid JSON"):
+        parse_arguments("{")
+    assert optional_int("n", 3.0, 1, 2) == 2 and optional_int("n", None, 1) is None
+    with pytest.raises(BadArgument, match="n must be an integer"):
+        optional_int("n", True, 1)
+    assert error_text(RuntimeError("  ")) == "RuntimeError"
+    assert error_text(ValueError(" bad ")) == "bad"

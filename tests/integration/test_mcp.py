@@ -8,7 +8,7 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,12 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
+from memwell.factory import close_all, open_memory
 from memwell.fallback import FallbackMemoryManager
 from memwell.mcp_server import McpMemoryServer
-from memwell.models import MemorySearchResult, MemoryStatus, ReadFileResult
+from memwell.models import MemorySearchResult
+from memwell.plugins import PluginRegistry
+from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 from memwell.tools import tool_definitions
 
@@ -197,131 +200,155 @@ def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
             process.wait(timeout=15)
 
 
-# -- capture tools (memory_store / memory_recall / memory_forget), in-process ----------------
+# -- plugin tools: LanceDB's memory_store / memory_recall / memory_forget ---------------------
+
+LANCE_TOOLS = {"memory_store", "memory_recall", "memory_forget"}
 
 
-class PlainManager:
-    """A minimal search manager; ``broken`` makes search fail."""
-
-    def __init__(self) -> None:
-        self.broken = False
-
-    def search(self, query: str, **_: Any) -> list[MemorySearchResult]:
-        if self.broken:
-            raise RuntimeError("index is gone")
-        return []
-
-    def read_file(self, rel_path: str, **_: Any) -> ReadFileResult:
-        return ReadFileResult(path=rel_path, text="")
-
-    def status(self) -> MemoryStatus:
-        return MemoryStatus(backend="plain", provider="none", workspace_dir="/tmp")
-
-    def sync(self, **_: Any) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
+def lance_workspace(root: Path, provider: str) -> Path:
+    workspace = write_workspace(root)
+    (workspace / "memwell.toml").write_text(
+        f'backend = "lancedb"\nprovider = "{provider}"\n', encoding="utf-8"
+    )
+    return workspace
 
 
-class CaptureManager(PlainManager):
-    """Also has ``store``/``recall``/``forget``, as a LanceDB-like backend exposes."""
+@pytest.fixture
+def lance_registry() -> PluginRegistry:
+    """builtin (the fallback), lancedb and the deterministic hash provider, in process."""
+    pytest.importorskip("memwell_lancedb")
+    import memwell_lancedb.plugin as lance_plugin
+    import memwell_sqlite.plugin as builtin_plugin
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.memories: dict[str, str] = {}
-        self.fail = False
-
-    def store(
-        self, text: str, *, importance: float | None = None, category: str | None = None
-    ) -> Mapping[str, Any]:
-        if self.fail:
-            raise RuntimeError("table is gone")
-        memory_id = f"m{len(self.memories) + 1}"
-        self.memories[memory_id] = text
-        return {
-            "action": "created",
-            "id": memory_id,
-            "importance": importance,
-            "category": category,
-        }
-
-    def recall(self, query: str, *, limit: int | None = None) -> Mapping[str, Any]:
-        hits = [{"id": k, "text": v} for k, v in self.memories.items() if query in v]
-        return {"memories": hits[: limit or 5]}
-
-    def forget(
-        self, *, query: str | None = None, memory_id: str | None = None
-    ) -> Mapping[str, Any]:
-        return {"action": "deleted", "id": memory_id, "text": self.memories.pop(memory_id or "")}
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register(builtin_plugin, "builtin")
+    registry.register(lance_plugin, "lancedb")
+    registry.register(hash_provider_plugin(), "hash")
+    return registry
 
 
-def test_capture_tools_when_the_manager_supports_them() -> None:
-    manager = CaptureManager()
+@pytest.fixture
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in [k for k in os.environ if k.startswith("MEMWELL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    yield
+    close_all()
 
-    async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return payload(await client.call_tool(name, args))
+
+async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return payload(await client.call_tool(name, args))
+
+
+def test_lancedb_tools_over_stdio(tmp_path: Path, env: dict[str, str]) -> None:
+    """The subprocess loads the real entry points; without a provider storing is disabled."""
+    lance_tools = pytest.importorskip("memwell_lancedb.tools")
+    workspace = lance_workspace(tmp_path / "lance-ws", "none")
 
     async def scenario() -> None:
-        server = McpMemoryServer(manager, sync_on_start=False)  # type: ignore[arg-type]
-        async with Client(server.server) as client:
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == {
-                "memory_search",
-                "memory_get",
-                "memory_store",
-                "memory_recall",
-                "memory_forget",
-            }
-            assert tools["memory_store"].input_schema["required"] == ["text"]
-
-            stored = await call(
-                client, "memory_store", {"text": "I prefer tea", "category": "preference"}
-            )
-            assert stored == {
-                "action": "created",
-                "id": "m1",
-                "importance": None,
-                "category": "preference",
-            }
-            recalled = await call(client, "memory_recall", {"query": "tea", "limit": 1.0})
-            assert recalled == {"memories": [{"id": "m1", "text": "I prefer tea"}]}
-            forgot = await call(client, "memory_forget", {"memory_id": "m1"})
-            assert forgot == {"action": "deleted", "id": "m1", "text": "I prefer tea"}
-
-            bad = await call(client, "memory_store", {"text": "x", "category": "gossip"})
-            assert "category must be one of" in bad["error"]
-            neither = await call(client, "memory_forget", {})
-            assert neither == {"error": "provide query or memory_id"}
-            not_number = await call(client, "memory_store", {"text": "x", "importance": "high"})
-            assert not_number == {"error": "importance must be a number"}
-
-            manager.fail = True
-            broken = await call(client, "memory_store", {"text": "y"})
-            assert broken == {"disabled": True, "error": "table is gone"}
+        params = StdioServerParameters(
+            command=str(MEMWELL),
+            args=["-w", str(workspace), "mcp", "--no-watch"],
+            env={**env, "MEMWELL_LOAD_PLUGINS": "builtin,lancedb"},
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert set(listed) == {"memory_search", "memory_get", *LANCE_TOOLS}
+            for definition in lance_tools.tool_definitions():
+                function = definition["function"]
+                assert listed[function["name"]].input_schema == function["parameters"]
+                assert listed[function["name"]].description == function["description"]
+            stored = payload(await session.call_tool("memory_store", {"text": "I prefer tea"}))
+            assert stored["disabled"] is True and "embedding provider" in stored["error"]
+            wrong = payload(await session.call_tool("memory_recall", {"query": 7}))
+            assert wrong == {"results": [], "error": "query must be a non-empty string"}
 
     run(scenario)
 
 
-def test_capture_tools_through_the_fallback_wrapper() -> None:
-    primary = CaptureManager()
-    wrapper = FallbackMemoryManager(primary, PlainManager, primary_name="capture")
+def test_lancedb_store_recall_forget_round_trip(
+    tmp_path: Path, lance_registry: PluginRegistry, no_user_config: None
+) -> None:
+    workspace = lance_workspace(tmp_path / "lance-ws", "hash")
+    manager = open_memory(workspace, registry=lance_registry)
 
     async def scenario() -> None:
-        server = McpMemoryServer(wrapper, sync_on_start=False)
+        server = McpMemoryServer(manager, sync_on_start=False, registry=lance_registry)
         async with Client(server.server) as client:
-            names = {tool.name for tool in (await client.list_tools()).tools}
-            assert {"memory_store", "memory_recall", "memory_forget"} <= names
-            stored = payload(await client.call_tool("memory_store", {"text": "I prefer tea"}))
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == {"memory_search", "memory_get", *LANCE_TOOLS}
+            assert tools["memory_store"].input_schema["required"] == ["text"]
+
+            stored = await call(
+                client, "memory_store", {"text": "I prefer green tea", "category": "preference"}
+            )
+            assert stored["action"] == "created" and stored["category"] == "preference"
+            again = await call(client, "memory_store", {"text": "I prefer green tea"})
+            assert again["action"] == "duplicate" and again["existing_id"] == stored["id"]
+
+            recalled = await call(client, "memory_recall", {"query": "green tea", "limit": 1.0})
+            assert [hit["id"] for hit in recalled["results"]] == [stored["id"]]
+            assert recalled["results"][0]["text"] == "I prefer green tea"
+            assert recalled["untrusted_data"] is True
+
+            bad = await call(client, "memory_store", {"text": "x", "category": "gossip"})
+            assert "category must be one of" in bad["error"]
+            neither = await call(client, "memory_forget", {})
+            assert neither == {"error": "Provide query or memory_id."}
+
+            forgot = await call(client, "memory_forget", {"memory_id": stored["id"]})
+            assert forgot["action"] == "deleted" and forgot["id"] == stored["id"]
+            empty = await call(client, "memory_recall", {"query": "green tea"})
+            assert empty["results"] == []
+
+    run(scenario)
+
+
+def test_lancedb_tools_disabled_after_a_switch_to_the_fallback(
+    tmp_path: Path, lance_registry: PluginRegistry, no_user_config: None
+) -> None:
+    workspace = lance_workspace(tmp_path / "lance-ws", "hash")
+    wrapper = open_memory(workspace, registry=lance_registry)
+    assert isinstance(wrapper, FallbackMemoryManager)
+
+    async def scenario() -> None:
+        server = McpMemoryServer(wrapper, sync_on_start=False, registry=lance_registry)
+        async with Client(server.server) as client:
+            stored = await call(client, "memory_store", {"text": "I prefer green tea"})
             assert stored["action"] == "created"
 
-            primary.broken = True  # the wrapper switches to its fallback for good
-            found = payload(await client.call_tool("memory_search", {"query": "tea"}))
-            assert found["fallback"]["from"] == "capture"
-            after = payload(await client.call_tool("memory_store", {"text": "I prefer coffee"}))
-            assert after == {
-                "disabled": True,
-                "error": "the active memory backend does not store memories",
-            }
+            primary = wrapper.active
+            assert primary is not None
+            primary.search = _broken  # type: ignore[method-assign]
+            found = await call(client, "memory_search", {"query": "tea"})
+            assert found["fallback"]["from"] == "lancedb"
+            after = await call(client, "memory_store", {"text": "I prefer coffee"})
+            assert after["disabled"] is True and "lancedb" in after["error"]
+
+        # a server built now, on the builtin fallback, no longer offers the tools
+        names = set(McpMemoryServer(wrapper, sync_on_start=False, registry=lance_registry).tools)
+        assert names == {"memory_search", "memory_get"}
+
+    run(scenario)
+
+
+def _broken(*args: Any, **kwargs: Any) -> list[MemorySearchResult]:
+    raise RuntimeError("index is gone")
+
+
+def test_builtin_backend_has_no_plugin_tools(
+    tmp_path: Path, lance_registry: PluginRegistry, no_user_config: None
+) -> None:
+    workspace = write_workspace(tmp_path / "ws")
+    manager = open_memory(workspace, overrides={"provider": "none"}, registry=lance_registry)
+
+    async def scenario() -> None:
+        server = McpMemoryServer(manager, sync_on_start=False, registry=lance_registry)
+        async with Client(server.server) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert names == {"memory_search", "memory_get"}
+            unknown = await call(client, "memory_store", {"text": "I prefer tea"})
+            assert "unknown tool" in unknown["error"]
 
     run(scenario)

@@ -12,6 +12,9 @@ import pytest
 from lancedb_helpers import Build
 from memwell.errors import ProviderUnavailableError
 from memwell.plugins import PluginRegistry
+from memwell.tools import execute_tool as core_execute_tool
+from memwell.tools import plugin_tools
+from memwell.tools import tool_definitions as core_tool_definitions
 from memwell_lancedb import tools
 from memwell_lancedb.manager import LanceMemoryManager
 from memwell_lancedb.store import MemoryRejected
@@ -159,6 +162,27 @@ def test_execute_tool_dispatch(memory: LanceMemoryManager) -> None:
     assert forgot["action"] == "deleted"
     assert "error" in tools.execute_tool("memory_store", "{not json", memory)
     assert "unknown tool" in tools.execute_tool("memory_search", {}, memory)["error"]
+
+
+def test_agent_tools_hook_offers_the_three_tools(
+    memory: LanceMemoryManager, registry: PluginRegistry
+) -> None:
+    offered = plugin_tools(memory, registry)
+    assert [tool.name for tool in offered] == list(tools.TOOL_NAMES)
+    assert [tool.definition for tool in offered] == tools.tool_definitions()
+    names = [d["function"]["name"] for d in core_tool_definitions(memory, registry=registry)]
+    assert names == ["memory_search", "memory_get", *tools.TOOL_NAMES]
+
+    stored = core_execute_tool(
+        "memory_store", '{"text": "I prefer tea"}', memory, registry=registry
+    )
+    assert stored["action"] == "created"
+    recalled = core_execute_tool("memory_recall", {"query": "tea"}, memory, registry=registry)
+    assert recalled["results"][0]["id"] == stored["id"]
+
+    assert plugin_tools(object(), registry) == []  # type: ignore[arg-type]
+    memory.close()
+    assert plugin_tools(memory, registry) == []
 
 
 def test_tool_definitions_are_openai_functions() -> None:

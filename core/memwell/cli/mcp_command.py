@@ -30,7 +30,7 @@ DEFAULT_HTTP_PORT = 8848
 )
 @pass_ctx
 def mcp(ctx: Context, use_http: bool, port: int, watch: bool) -> None:
-    """Serve memory_search and memory_get (and capture tools if supported) over MCP.
+    """Serve memory_search, memory_get and the backend plugin's own tools over MCP.
 
     The index is synced at start and, with --watch, kept current as files change. With
     --http the URL is printed to stderr once the server listens.

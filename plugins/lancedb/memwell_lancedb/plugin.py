@@ -1,4 +1,4 @@
-"""Registers the ``lancedb`` backend, its agent lifecycle hooks and the ``memwell ltm`` commands.
+"""Registers the ``lancedb`` backend, its agent tools and lifecycle hooks, and ``memwell ltm``.
 
 This module stays light: LanceDB is imported only when the backend is chosen, and the hooks
 do nothing (without importing it) unless a LanceDB manager exists in this process.
@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from memwell.agent import TurnMessage
-from memwell.descriptors import BackendContext, SearchBackend
+from memwell.descriptors import AgentTool, BackendContext, SearchBackend
 from memwell.hookspecs import hookimpl
 
 from .config import LanceConfig
@@ -63,6 +63,20 @@ def memwell_search_backends() -> Iterator[SearchBackend]:
         ),
         diagnostics=_diagnostics,
     )
+
+
+@hookimpl
+def memwell_agent_tools(manager: object) -> list[AgentTool] | None:
+    """``memory_store``, ``memory_recall`` and ``memory_forget``, when ``manager`` is LanceDB's.
+
+    ``manager`` may be ``open_memory``'s fallback wrapper while LanceDB serves; the tools are
+    bound to ``manager`` itself, so they answer ``disabled`` after a switch to the fallback.
+    """
+    if _lance(manager) is None:
+        return None
+    from .tools import agent_tools
+
+    return agent_tools(manager)
 
 
 @hookimpl

@@ -5,6 +5,10 @@ malformed arguments give an ``error`` payload, and an unavailable store (no Lanc
 no embedding provider, a LanceDB failure) gives a ``disabled`` payload with the reason.
 ``manager`` may be the manager ``open_memory`` returned, a LanceDB manager, or a zero-argument
 factory of either.
+
+:func:`agent_tools` binds the three tools to a manager; the plugin offers them through the
+``memwell_agent_tools`` hook, so :func:`memwell.tools.execute_tool` and ``memwell mcp`` serve
+them whenever the workspace's backend is ``lancedb``.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from memwell.tools import _BadArgument, _error_text, _optional_int, _parse_arguments
+from memwell.descriptors import AgentTool
+from memwell.tools import BadArgument, error_text, optional_int, parse_arguments
 
 from .memory import CATEGORIES, DEFAULT_IMPORTANCE, MemoryHit, is_memory_id
 from .store import (
@@ -121,6 +126,26 @@ def tool_definitions() -> list[dict[str, Any]]:
     return [copy.deepcopy(t) for t in (MEMORY_STORE_TOOL, MEMORY_RECALL_TOOL, MEMORY_FORGET_TOOL)]
 
 
+def agent_tools(manager: ManagerSource) -> list[AgentTool]:
+    """The three tools as :class:`~memwell.descriptors.AgentTool`, each bound to ``manager``.
+
+    Each ``run`` goes through :func:`execute_tool`, so it never raises; once ``manager`` no
+    longer reaches an open LanceDB manager (closed, or fallen back to the builtin backend) the
+    tools answer ``disabled``.
+    """
+
+    def bind(name: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+        def run(arguments: Mapping[str, Any]) -> dict[str, Any]:
+            return execute_tool(name, arguments, manager)
+
+        return run
+
+    return [
+        AgentTool(definition, bind(definition["function"]["name"]))
+        for definition in tool_definitions()
+    ]
+
+
 def _lance(manager: ManagerSource) -> LanceMemoryManager:
     from .manager import LanceMemoryManager, as_lance_manager
 
@@ -138,7 +163,7 @@ def _unavailable(tool: str, exc: BaseException) -> dict[str, Any]:
     return {
         "disabled": True,
         "unavailable": True,
-        "error": _error_text(exc),
+        "error": error_text(exc),
         "warning": "Long-term memory is unavailable.",
     }
 
@@ -149,7 +174,7 @@ def _preview(text: str, limit: int) -> str:
 
 def _text_argument(name: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _BadArgument(f"{name} must be a non-empty string")
+        raise BadArgument(f"{name} must be a non-empty string")
     return value
 
 
@@ -157,7 +182,7 @@ def _importance(value: object) -> float:
     if value is None:
         return DEFAULT_IMPORTANCE
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _BadArgument(f"importance must be a number between 0 and 1, got {value!r}")
+        raise BadArgument(f"importance must be a number between 0 and 1, got {value!r}")
     return min(1.0, max(0.0, float(value)))
 
 
@@ -167,8 +192,8 @@ def memory_recall(
     """Run ``memory_recall``: memories scoring at least 0.1, best first. Never raises."""
     try:
         text = _text_argument("query", query)
-        count = _optional_int("limit", limit, 1, MAX_RECALL_LIMIT) or RECALL_LIMIT
-    except _BadArgument as exc:
+        count = optional_int("limit", limit, 1, MAX_RECALL_LIMIT) or RECALL_LIMIT
+    except BadArgument as exc:
         return {"results": [], "error": str(exc)}
     try:
         hits = _lance(manager).memories.recall(text, limit=count, min_score=RECALL_MIN_SCORE)
@@ -202,8 +227,8 @@ def memory_store(
         weight = _importance(importance)
         kind = "other" if category is None else category
         if kind not in CATEGORIES:
-            raise _BadArgument(f"category must be one of {', '.join(CATEGORIES)}, got {kind!r}")
-    except _BadArgument as exc:
+            raise BadArgument(f"category must be one of {', '.join(CATEGORIES)}, got {kind!r}")
+    except BadArgument as exc:
         return {"error": str(exc)}
     try:
         outcome = _lance(manager).memories.store(
@@ -290,8 +315,8 @@ def execute_tool(
     if name not in TOOL_NAMES:
         return {"error": f"unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}"}
     try:
-        args = _parse_arguments(arguments)
-    except _BadArgument as exc:
+        args = parse_arguments(arguments)
+    except BadArgument as exc:
         return {"error": str(exc)}
     # Argument types are checked by the executors, which turn mistakes into error payloads.
     query: Any = args.get("query")
