@@ -109,7 +109,9 @@ class FakeEmbeddingServer:
         self._lock = threading.Lock()
         self._counter = 0
         self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 

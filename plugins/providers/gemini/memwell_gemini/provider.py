@@ -110,23 +110,24 @@ class GeminiEmbeddingProvider(BatchingRemoteProvider):
             file=io.BytesIO(lines),
             config=types.UploadFileConfig(mime_type="jsonl", display_name="memwell-embeddings"),
         )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", errors.ExperimentalWarning)
-            try:
+        try:
+            # The SDK marks this call experimental; that warning is noise for memwell users.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", errors.ExperimentalWarning)
                 job = self.client.batches.create_embeddings(
                     model=self.model,
                     src=types.EmbeddingsBatchJobSource(file_name=upload.name),
                     config=types.CreateEmbeddingsBatchJobConfig(display_name="memwell-embeddings"),
                 )
-            except errors.APIError as exc:
-                if exc.code == 404:
-                    raise BatchError(
-                        f"gemini batch embeddings (asyncBatchEmbedContent) not available for "
-                        f"model {self.model}: {exc.message or exc}",
-                        provider=self.id,
-                        disable_batch=True,
-                    ) from exc
-                raise
+        except errors.APIError as exc:
+            if exc.code == 404:
+                raise BatchError(
+                    f"gemini batch embeddings (asyncBatchEmbedContent) not available for "
+                    f"model {self.model}: {exc.message or exc}",
+                    provider=self.id,
+                    disable_batch=True,
+                ) from exc
+            raise
         name = job.name or ""
         job = self.batch.wait_for(
             name,

@@ -76,10 +76,11 @@ class OpenAIEmbeddingProvider(BatchingRemoteProvider):
             completion_window="24h",
             metadata={"source": "memwell"},
         )
+        job_id = job.id
         job = self.batch.wait_for(
-            job.id,
+            job_id,
             job,
-            lambda: self.client.batches.retrieve(job.id),
+            lambda: self.client.batches.retrieve(job_id),
             lambda status: status.status,
             done=DONE,
             failed=FAILED,
