@@ -222,7 +222,8 @@ def status() -> None:
 def main(argv: list[str]) -> None:
     if os.environ.get("FAKE_QMD_LOG"):
         keys = ("CI", "INDEX_PATH", "NO_COLOR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "HOME")
-        entry = {"argv": argv, "cwd": os.getcwd(), "env": {k: os.environ.get(k) for k in keys}}
+        env = {k: os.environ.get(k) for k in keys}
+        entry = {"argv": argv, "cwd": os.getcwd(), "env": env, "time": time.time()}
         with open(os.environ["FAKE_QMD_LOG"], "a") as fh:
             fh.write(json.dumps(entry) + "\n")
     if "--version" in argv:
