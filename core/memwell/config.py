@@ -32,7 +32,15 @@ CONFIG_FILENAME = "memwell.toml"
 Source = Literal["memory", "sessions"]
 ENV_PREFIX = "MEMWELL_"
 #: ``MEMWELL_*`` variables that are not configuration keys.
-NON_CONFIG_ENV = frozenset({"MEMWELL_LOAD_PLUGINS", "MEMWELL_WORKSPACE", "MEMWELL_CONFIG"})
+NON_CONFIG_ENV = frozenset(
+    {
+        "MEMWELL_LOAD_PLUGINS",
+        "MEMWELL_WORKSPACE",
+        "MEMWELL_CONFIG",
+        "MEMWELL_DEBUG",
+        "MEMWELL_QMD_COMMAND",
+    }
+)
 
 
 class _Strict(BaseModel):
