@@ -65,13 +65,21 @@ class IndexDir:
                 os.unlink(f"{path}{suffix}")
 
     def cleanup(self) -> list[Path]:
-        """Delete every generation except the current one (call while holding the lock)."""
+        """Delete every generation except the current one (call while holding the lock).
+
+        Also removes side files left without their database (a writer killed mid-discard).
+        """
         keep = self.current()
         removed: list[Path] = []
         for path in self.root.glob(f"{PREFIX}*{SUFFIX}"):
             if path != keep:
                 self.discard(path)
                 removed.append(path)
+        for suffix in _SIDECARS[1:]:
+            for side in self.root.glob(f"{PREFIX}*{SUFFIX}{suffix}"):
+                if keep is None or side.name != f"{keep.name}{suffix}":
+                    with contextlib.suppress(FileNotFoundError):
+                        side.unlink()
         for tmp in self.root.glob(f"{POINTER}.*.tmp"):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()

@@ -160,6 +160,16 @@ class SqliteMemoryManager(BaseMemoryManager):
         except OSError:
             self.index_dir.discard(path)
 
+    def _drop_damaged_reader(self, problem: str) -> None:
+        """Quarantine the reader's file after a query found it damaged (hold ``_read_lock``)."""
+        if self._reader is not None:
+            self._quarantine(self._reader.path, problem)
+            self._reader.close()
+            self._reader = None
+            self._reader_meta = None
+            self.vectors.invalidate()
+        self.dirty = True
+
     def _reader_store(self) -> IndexStore | None:
         """The store of the published generation (reopened when it changes)."""
         current = self.index_dir.current()
@@ -264,6 +274,7 @@ class SqliteMemoryManager(BaseMemoryManager):
     def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
         self.dirty = False
         with self.index_dir.write_lock():
+            self.index_dir.cleanup()  # generations left by a writer that crashed
             current = self.index_dir.current()
             reason = "forced" if force else None
             store = None
@@ -289,9 +300,17 @@ class SqliteMemoryManager(BaseMemoryManager):
                         store = None
                     self._full_reindex(current, progress)
                 else:
-                    Indexer(store, self.settings, self.runtime, self.workspace).run(
-                        full=False, progress=progress
-                    )
+                    try:
+                        Indexer(store, self.settings, self.runtime, self.workspace).run(
+                            full=False, progress=progress
+                        )
+                    except Exception as exc:
+                        if not _CORRUPT.search(str(exc)):
+                            raise
+                        store.close()
+                        self._quarantine(store.path, str(exc))
+                        store = None
+                        self._full_reindex(None, progress)
             finally:
                 if store is not None:
                     store.close()
@@ -304,7 +323,12 @@ class SqliteMemoryManager(BaseMemoryManager):
         store = self._open_store(new_path)
         try:
             if old is not None and self.settings.cache.enabled:
-                store.copy_cache_from(old)
+                try:
+                    store.copy_cache_from(old)
+                except Exception as exc:
+                    if not _CORRUPT.search(str(exc)):
+                        raise
+                    log.warning("memwell: not reusing the damaged embedding cache: %s", exc)
             Indexer(store, self.settings, self.runtime, self.workspace).run(
                 full=True, progress=progress
             )
@@ -333,7 +357,13 @@ class SqliteMemoryManager(BaseMemoryManager):
     def _bootstrap_if_empty(self) -> None:
         with self._read_lock:
             store = self._reader_store()
-            empty = store is None or not store.has_chunks()
+            try:
+                empty = store is None or not store.has_chunks()
+            except Exception as exc:
+                if not _CORRUPT.search(str(exc)):
+                    raise
+                self._drop_damaged_reader(str(exc))
+                empty = True
         if empty and (
             list_memory_files(self.workspace, self.settings.extra_paths)
             or "sessions" in self.settings.sources
@@ -375,10 +405,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             if not _CORRUPT.search(str(exc)):
                 raise
             with self._read_lock:
-                if self._reader is not None:
-                    self._quarantine(self._reader.path, str(exc))
-                    self._reader.close()
-                    self._reader = None
+                self._drop_damaged_reader(str(exc))
             self.sync(reason="recover", force=True)
             return self._search(text, limit, floor, wanted, provider is not None)
 
@@ -466,9 +493,15 @@ class SqliteMemoryManager(BaseMemoryManager):
     def status(self) -> MemoryStatus:
         with self._read_lock:
             store = self._reader_store()
-            counts = store.source_counts() if store is not None else []
-            vector_count = store.vector_count() if store is not None else 0
-            cache_entries = store.cache_count() if store is not None else 0
+            try:
+                counts = store.source_counts() if store is not None else []
+                vector_count = store.vector_count() if store is not None else 0
+                cache_entries = store.cache_count() if store is not None else 0
+            except Exception as exc:
+                if not _CORRUPT.search(str(exc)):
+                    raise
+                self._drop_damaged_reader(str(exc))
+                store, counts, vector_count, cache_entries = None, [], 0, 0
             meta = self._reader_meta or {}
             info = store.info if store is not None else None
             fts = FtsStatus(
