@@ -5,17 +5,17 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from memwell.cli.main import Context
 from memwell.errors import MemwellError
 
 from .journal import format_timestamp
-from .manager import LanceMemoryManager, as_lance_manager
-from .memory import Memory
-from .store import RECALL_LIMIT
-from .tools import memory_forget
+from .memory import RECALL_LIMIT, Memory
+
+if TYPE_CHECKING:  # the manager imports LanceDB, which takes seconds: only when a command runs
+    from .manager import LanceMemoryManager
 
 pass_ctx = click.make_pass_decorator(Context)
 SEARCH_MIN_SCORE = 0.3
@@ -23,6 +23,8 @@ SEARCH_MIN_SCORE = 0.3
 
 def _open(ctx: Context) -> LanceMemoryManager:
     """The workspace's memory opened with the ``lancedb`` backend."""
+    from .manager import as_lance_manager
+
     manager = ctx.open(backend="lancedb")
     lance = as_lance_manager(manager)
     if lance is None:
@@ -121,6 +123,8 @@ def forget(ctx: Context, query: str | None, memory_id: str | None, as_json: bool
     if (query is None) == (memory_id is None):
         raise click.UsageError("give either QUERY or --id")
     with _user_errors():
+        from .tools import memory_forget
+
         payload = memory_forget(_open(ctx), query=query, memory_id=memory_id)
     if as_json:
         _emit_json(payload)

@@ -15,6 +15,9 @@ MAX_MEMORY_CHARS = 10_000
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _LINE_BREAKS = re.compile(r"\r\n?")
 
+RECALL_LIMIT = 5
+"""How many memories ``memory_recall`` returns by default."""
+
 
 def is_memory_id(value: object) -> bool:
     """Whether ``value`` is a UUID string (the only ids that reach a delete filter)."""

@@ -30,6 +30,7 @@ from .memory import (
     CATEGORIES,
     DEFAULT_IMPORTANCE,
     MAX_MEMORY_CHARS,
+    RECALL_LIMIT,
     Memory,
     MemoryHit,
     is_memory_id,
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 MEMORIES_TABLE = "memories"
 META_KEY = "memories"
 DUPLICATE_SIMILARITY = 0.95
-RECALL_LIMIT = 5
 RECALL_MIN_SCORE = 0.1
 FORGET_CANDIDATES = 5
 FORGET_MIN_SCORE = 0.7

@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 from memwell.descriptors import AgentTool
 from memwell.tools import BadArgument, error_text, optional_int, parse_arguments
 
-from .memory import CATEGORIES, DEFAULT_IMPORTANCE, MemoryHit, is_memory_id
+from .memory import CATEGORIES, DEFAULT_IMPORTANCE, RECALL_LIMIT, MemoryHit, is_memory_id
 from .store import (
     FORGET_AUTO_DELETE,
     FORGET_CANDIDATES,
     FORGET_MIN_SCORE,
-    RECALL_LIMIT,
     RECALL_MIN_SCORE,
     MemoryRejected,
 )

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 COMMAND_ENV = "MEMWELL_QMD_COMMAND"
 SearchModeName = Literal["search", "vsearch", "query"]
 
+BACKEND_NAME = "qmd"
+
 
 def default_command() -> str:
     """``$MEMWELL_QMD_COMMAND`` if set (a shell-style string), else ``"qmd"`` on ``PATH``."""

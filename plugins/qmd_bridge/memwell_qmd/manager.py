@@ -34,7 +34,7 @@ from memwell.retrieval.stopwords import ALL_STOPWORDS
 from memwell.sources.paths import read_memory_file
 
 from .collections import CollectionSpec, desired_collections, reconcile
-from .config import QmdConfig, SearchModeName
+from .config import BACKEND_NAME, QmdConfig, SearchModeName
 from .errors import (
     QmdBusy,
     QmdCollectionMissing,
@@ -53,7 +53,6 @@ from .state import QmdState
 
 log = logging.getLogger(__name__)
 
-BACKEND_NAME = "qmd"
 SOURCE = "memory"
 PINNED_VERSION = (2, 8)
 SEARCH_WAIT_SECONDS = 0.5

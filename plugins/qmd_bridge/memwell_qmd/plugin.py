@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from memwell.descriptors import BackendContext, SearchBackend
 from memwell.hookspecs import hookimpl
 
-from .config import QmdConfig
-from .manager import BACKEND_NAME, QmdMemoryManager
+from .config import BACKEND_NAME, QmdConfig
+
+if TYPE_CHECKING:
+    from .manager import QmdMemoryManager
 
 
 def create_manager(ctx: BackendContext) -> QmdMemoryManager:
     """Build a :class:`QmdMemoryManager` for ``ctx.workspace`` from ``[backends.qmd]``."""
+    from .manager import QmdMemoryManager  # imported when the backend is chosen
+
     config = ctx.plugin_config if isinstance(ctx.plugin_config, QmdConfig) else QmdConfig()
     return QmdMemoryManager(ctx.workspace, ctx.settings, config, purpose=ctx.purpose)
 
