@@ -28,16 +28,33 @@ class IndexDir:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def current(self) -> Path | None:
-        """The published generation, or ``None`` before the first index."""
+    def _pointer(self) -> str | None:
         try:
             name = (self.root / POINTER).read_text(encoding="utf-8").strip()
         except OSError:
             return None
         if not name.startswith(PREFIX) or "/" in name or not name.endswith(SUFFIX):
             return None
-        path = self.root / name
-        return path if path.is_file() else None
+        return name
+
+    def current(self) -> Path | None:
+        """The published generation, or ``None`` before the first index.
+
+        A writer may publish and delete the generation just read from the pointer, so a
+        missing file is only believed once the pointer reads the same twice.
+        """
+        name = self._pointer()
+        for _ in range(5):
+            if name is None:
+                return None
+            path = self.root / name
+            if path.is_file():
+                return path
+            again = self._pointer()
+            if again == name:
+                return None
+            name = again
+        return None
 
     def new_generation(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)

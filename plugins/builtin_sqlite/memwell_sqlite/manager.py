@@ -171,33 +171,48 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.dirty = True
 
     def _reader_store(self) -> IndexStore | None:
-        """The store of the published generation (reopened when it changes)."""
-        current = self.index_dir.current()
-        if self._reader is not None and current == self._reader.path:
-            return self._reader
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-            self._reader_meta = None
-            self.vectors.invalidate()
-        if current is None:
-            return None
-        problem = file_problem(current)
-        store = None
-        if problem is None:
-            try:
-                store = self._open_store(current)
-                self._reader_meta = store.read_meta()
-            except Exception as exc:
+        """The store of the published generation (reopened when it changes).
+
+        A writer may publish a new generation and delete the old one at any moment, so an
+        open is retried when the pointer moved while the file was being opened; only a file
+        that is still the published one can be taken for damaged.
+        """
+        for _ in range(5):
+            current = self.index_dir.current()
+            if self._reader is not None and current == self._reader.path:
+                return self._reader
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+                self._reader_meta = None
+                self.vectors.invalidate()
+            if current is None:
+                return None
+            problem = file_problem(current)
+            store = None
+            error: Exception | None = None
+            if problem is None:
+                try:
+                    store = self._open_store(current)
+                    self._reader_meta = store.read_meta()
+                except Exception as exc:
+                    if store is not None:
+                        store.close()
+                    store, error = None, exc
+                    problem = f"{type(exc).__name__}: {exc}"
+            if self.index_dir.current() != current:  # switched while opening: try again
                 if store is not None:
                     store.close()
-                store = None
-                problem = f"{type(exc).__name__}: {exc}"
-        if store is None:
-            self._quarantine(current, problem or "unreadable")
-            return None
-        self._reader = store
-        return store
+                self._reader_meta = None
+                continue
+            if error is not None and not _CORRUPT.search(str(error)):
+                raise error
+            if store is None:
+                self._quarantine(current, problem or "unreadable")
+                return None
+            self._reader = store
+            return store
+        return None
 
     def _expected_meta(self) -> dict[str, Any]:
         """What the index metadata must say for this configuration (cached per provider)."""
