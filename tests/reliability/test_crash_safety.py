@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 from memwell.config import MemwellSettings
 from memwell.plugins import PluginRegistry
+from memwell_sqlite.driver import connect, sqlite_module
 from memwell_sqlite.layout import IndexDir
+from memwell_sqlite.manager import SqliteMemoryManager
 from reliability_helpers import (
     COUNTS,
     HERE,
@@ -297,6 +299,11 @@ def damage(db: Path, kind: str, rng: random.Random) -> None:
             fh.write(b"\0" * 100)
     elif kind == "wal-garbage":
         Path(f"{db}-wal").write_bytes(bytes(rng.getrandbits(8) for _ in range(8192)))
+    elif kind == "meta-garbage":
+        conn, _ = connect(db)
+        with conn:
+            conn.execute("UPDATE meta SET value = '{not json'")
+        conn.close()
     elif kind.startswith("pages"):
         page = 4096
         with db.open("r+b") as fh:
@@ -314,6 +321,7 @@ DAMAGE = (
     "garbage",
     "header-zeroed",
     "wal-garbage",
+    "meta-garbage",
     *(f"pages-{n}" for n in range(8)),
 )
 
@@ -351,3 +359,31 @@ def test_damaged_index_is_detected_and_rebuilt(
     finally:
         manager.close()
     assert snapshot_workspace(trials.workspace) == trials.expected()
+
+
+def test_transient_open_error_does_not_quarantine_a_healthy_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trials = Trials(tmp_path / "ws")
+    trials.write(make_corpus(10, 1, SEED))
+    snap = trials.build()
+    original = SqliteMemoryManager._open_store
+    calls = [0]
+
+    def locked_once(self: SqliteMemoryManager, path: Path) -> object:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise sqlite_module().OperationalError("database is locked")
+        return original(self, path)
+
+    monkeypatch.setattr(SqliteMemoryManager, "_open_store", locked_once)
+    manager = build_manager(trials.workspace, trials.settings, trials.registry)
+    try:
+        with pytest.raises(Exception, match="locked"):
+            manager.search("meadow", min_score=0.0)
+        COUNTS["faults injected"] += 1
+        assert manager.search("meadow", min_score=0.0)
+        assert manager.status().custom["recovered"] == []
+    finally:
+        manager.close()
+    assert snapshot_workspace(trials.workspace) == snap

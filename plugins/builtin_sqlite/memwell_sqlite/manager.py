@@ -43,6 +43,7 @@ from .watcher import MemoryWatcher
 log = logging.getLogger(__name__)
 
 _CORRUPT = re.compile(r"malformed|not a database|corrupt|disk image|file is encrypted", re.I)
+_TRANSIENT = re.compile(r"locked|busy|unable to open|out of memory|interrupt|too many open", re.I)
 _EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
 
 
@@ -205,8 +206,8 @@ class SqliteMemoryManager(BaseMemoryManager):
                     store.close()
                 self._reader_meta = None
                 continue
-            if error is not None and not _CORRUPT.search(str(error)):
-                raise error
+            if error is not None and _TRANSIENT.search(str(error)):
+                raise error  # not the file's fault: never quarantine a healthy index
             if store is None:
                 self._quarantine(current, problem or "unreadable")
                 return None
