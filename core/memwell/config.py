@@ -44,7 +44,7 @@ NON_CONFIG_ENV = frozenset(
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class ChunkingSettings(_Strict):
@@ -110,7 +110,7 @@ class SyncSettings(_Strict):
     on_search: bool = True
     watch: bool = True
     watch_debounce_ms: int = Field(1500, ge=0)
-    interval_minutes: float = Field(0, ge=0)
+    interval_minutes: float = Field(0, ge=0, le=1_000_000)  # beyond, timers overflow
     sessions: SessionDeltaSettings = Field(default_factory=SessionDeltaSettings)
 
 
@@ -203,8 +203,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as fh:
             data: dict[str, Any] = tomllib.load(fh)
             return data
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}", source=str(path)) from None
+    except RecursionError:
+        message = f"{path} is not valid TOML: nested too deeply"
+        raise ConfigError(message, source=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}", source=str(path)) from None
 
@@ -214,7 +217,7 @@ def _parse_env_value(raw: str) -> Any:
     so a numeric-looking model name, API key or header value is not turned into a number."""
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
     return value if isinstance(value, (list, dict)) else raw
 
