@@ -45,6 +45,7 @@ SUMMARY_KEYS = (
     "transcripts fuzzed",
     "paths tried",
     "concurrent searches",
+    "secrets checked",
     "faults injected",
     "plugin faults isolated",
     "failures",
@@ -151,6 +152,7 @@ def make_registry(
 
 def provider_plugin(provider: HashEmbeddingProvider, provider_id: str) -> SimpleNamespace:
     """A plugin offering ``provider`` under ``provider_id`` (for fallback tests)."""
+    provider.id = provider_id  # type: ignore[misc]
     spec = EmbeddingProviderSpec(
         id=provider_id,
         create=lambda ctx: provider,
