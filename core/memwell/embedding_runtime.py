@@ -7,6 +7,7 @@ returns L2-normalised float32 vectors and checks their dimensions.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from .plugins import PluginRegistry
 from .retrieval.chunking import CHARS_PER_TOKEN
 from .retrieval.limits import batch_by_bytes, max_input_tokens
 from .retry import RetryPolicy
+
+log = logging.getLogger(__name__)
 
 #: Request budget per embedding call for remote providers (spec 3.5), and texts per local call.
 REMOTE_BATCH_BYTES = 8000
@@ -64,7 +67,15 @@ def _create(
     ctx = ProviderContext(
         workspace=workspace, settings=settings, model=model or spec.default_model, plugin_config=cfg
     )
-    return spec.create(ctx)
+    try:
+        return spec.create(ctx)
+    except (ProviderError, ConfigError):
+        raise
+    except Exception as exc:  # a buggy plugin: name it, and let fallback and auto move on
+        raise ProviderError(
+            f"embedding provider {spec.id!r} failed to start: {type(exc).__name__}: {exc}",
+            provider=spec.id,
+        ) from exc
 
 
 def _lookup(registry: PluginRegistry, name: str, key: str) -> EmbeddingProviderSpec:
@@ -102,6 +113,9 @@ def select_provider(
                     _create(spec, settings, workspace, settings.model), spec, requested
                 )
             except ProviderUnavailableError as exc:
+                reasons.append(f"{spec.id}: {exc}")
+            except ProviderError as exc:
+                log.warning("memwell: skipping embedding provider %r: %s", spec.id, exc)
                 reasons.append(f"{spec.id}: {exc}")
         reason = "\n".join(reasons) or "No embedding provider available."
         return Selection(None, None, requested, reason)

@@ -150,14 +150,17 @@ def make_registry(
     return registry
 
 
-def provider_plugin(provider: HashEmbeddingProvider, provider_id: str) -> SimpleNamespace:
-    """A plugin offering ``provider`` under ``provider_id`` (for fallback tests)."""
+def provider_plugin(
+    provider: HashEmbeddingProvider, provider_id: str, transport: str = "local"
+) -> SimpleNamespace:
+    """A plugin offering ``provider`` under ``provider_id``; ``"remote"`` transport batches
+    requests by bytes (many small calls) as the remote providers do."""
     provider.id = provider_id  # type: ignore[misc]
     spec = EmbeddingProviderSpec(
         id=provider_id,
         create=lambda ctx: provider,
         default_model=provider.model,
-        transport="local",
+        transport=transport,  # type: ignore[arg-type]
     )
 
     @hookimpl
