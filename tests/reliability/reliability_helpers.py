@@ -48,6 +48,9 @@ SUMMARY_KEYS = (
     "secrets checked",
     "faults injected",
     "plugin faults isolated",
+    "injections refused",
+    "recall blocks checked",
+    "payloads checked",
     "failures",
 )
 
