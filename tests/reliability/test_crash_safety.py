@@ -47,10 +47,10 @@ from reliability_helpers import (
 )
 
 SEED = 20260801
-FILES = 200
+FILES = 150
 CHILD = HERE / "crash_child.py"
 CODEWORD = re.compile(r"Codeword (\w+) marks")
-LAYOUT_STEPS = ("publish", "replace", "replaced", "published", "cleanup", "discard")
+LAYOUT_STEPS = ("replace", "published", "discard")
 
 
 def run_child(
@@ -174,7 +174,7 @@ def test_sigkill_during_full_reindex(tmp_path: Path) -> None:
 
     plan: list[tuple[str, float | str]] = [("event", str(rng.randint(1, total))) for _ in range(20)]
     plan += [("event", step) for step in LAYOUT_STEPS]
-    plan += [("delay", rng.uniform(0.0, duration * 1.2)) for _ in range(3)]
+    plan += [("delay", rng.uniform(0.0, duration * 1.2)) for _ in range(2)]
     version = 2
     for number, (kind, value) in enumerate(plan):
         version += 1
@@ -249,8 +249,8 @@ def test_sigkill_during_incremental_sync(tmp_path: Path) -> None:
     published = snapshot_workspace(trials.workspace)
     assert published == trials.expected()
 
-    plan: list[tuple[str, float | str]] = [("event", "") for _ in range(10)]
-    plan += [("delay", rng.uniform(0.0, 0.6)) for _ in range(3)]
+    plan: list[tuple[str, float | str]] = [("event", "") for _ in range(8)]
+    plan += [("delay", rng.uniform(0.0, 0.6)) for _ in range(2)]
     for number, (kind, value) in enumerate(plan, start=3):
         files = mutate(files, rng, number, next_index)
         sync_to(trials, files)

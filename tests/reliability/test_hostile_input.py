@@ -153,13 +153,13 @@ def test_search_tool_arguments_survive_anything(
 
 
 HUGE = (
-    "x" * 1_000_000,
-    " ".join(f"w{i}" for i in range(100_000)),
-    "(" * 200_000,
+    "x" * 300_000,
+    " ".join(f"w{i}" for i in range(30_000)),
+    "(" * 100_000,
     '"' * 100_001,
-    "\n" * 200_000 + "meadow",
-    "meadow " * 50_000,
-    "中" * 300_000,
+    "\n" * 100_000 + "meadow",
+    "meadow " * 15_000,
+    "中" * 100_000,
     "\ud800" * 10_000,
     "NEAR(" * 20_000,
 )
