@@ -89,12 +89,16 @@ def test_mmr_diversifies_near_duplicates(open_ws: OpenFn, workspace: Path) -> No
         )
     (workspace / "memory" / "other.md").write_text("Penguin diet: krill and small fish.\n")
     mmr = {"hybrid": {"mmr": {"enabled": True, "lambda": 0.3}}}
-    plain = open_ws(workspace).search("penguin colony census diet", max_results=4, min_score=0)
-    diverse = open_ws(workspace, query=mmr).search(
-        "penguin colony census diet", max_results=4, min_score=0
-    )
-    rank = {h.path: i for i, h in enumerate(diverse)}
-    plain_rank = {h.path: i for i, h in enumerate(plain)}
+    query = "penguin colony census results"
+    penguins = {f"memory/dup{i}.md" for i in range(3)} | {"memory/other.md"}
+
+    def ranks(memory: MemorySearchManager) -> dict[str, int]:
+        hits = [h.path for h in memory.search(query, max_results=10, min_score=0)]
+        return {path: i for i, path in enumerate(p for p in hits if p in penguins)}
+
+    plain_rank = ranks(open_ws(workspace))
+    rank = ranks(open_ws(workspace, query=mmr))
+    assert plain_rank["memory/other.md"] == 3, "without MMR the three duplicates come first"
     assert rank["memory/other.md"] < plain_rank["memory/other.md"]
 
 
