@@ -387,3 +387,28 @@ def test_transient_open_error_does_not_quarantine_a_healthy_index(
     finally:
         manager.close()
     assert snapshot_workspace(trials.workspace) == snap
+
+
+@pytest.mark.parametrize("kind", ["truncated-half", "garbage", "header-zeroed", "meta-garbage"])
+def test_damaged_index_found_by_a_sync_is_rebuilt_with_a_warning(
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = random.Random(f"{SEED}:sync:{kind}")
+    trials = Trials(tmp_path / "ws")
+    trials.write(make_corpus(30, 1, SEED))
+    trials.build()
+    db = IndexDir(index_root(trials.workspace)).current()
+    assert db is not None
+    damage(db, kind, rng)
+    COUNTS["faults injected"] += 1
+    caplog.set_level(logging.WARNING)
+    manager = build_manager(trials.workspace, trials.settings, trials.registry)
+    try:
+        manager.sync()
+        assert manager.status().custom["recovered"], kind
+        assert any("damaged" in r.getMessage() for r in caplog.records)
+        COUNTS["corruptions detected"] += 1
+    finally:
+        manager.close()
+    assert snapshot_workspace(trials.workspace) == trials.expected()
+    assert not any(p.name.endswith("-wal") for p in index_root(trials.workspace).iterdir())

@@ -43,7 +43,12 @@ from .watcher import MemoryWatcher
 log = logging.getLogger(__name__)
 
 _CORRUPT = re.compile(r"malformed|not a database|corrupt|disk image|file is encrypted", re.I)
-_TRANSIENT = re.compile(r"locked|busy|unable to open|out of memory|interrupt|too many open", re.I)
+#: Errors that are not the index file's fault (it must not be quarantined for them).
+_TRANSIENT = re.compile(
+    r"locked|busy|unable to open|out of memory|interrupt|too many open|read-?only|permission"
+    r"|disk is full|disk I/O",
+    re.I,
+)
 _EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
 
 
@@ -302,9 +307,9 @@ class SqliteMemoryManager(BaseMemoryManager):
                     if store is not None:
                         store.close()
                     store = None
-                    if not _CORRUPT.search(str(exc)):
-                        raise
-                    self._quarantine(current, str(exc))
+                    if _TRANSIENT.search(str(exc)):
+                        raise  # not the file's fault: never quarantine a healthy index
+                    self._quarantine(current, f"{type(exc).__name__}: {exc}")
                     current = None
             elif current is not None:
                 self._quarantine(current, file_problem(current) or "unreadable")
