@@ -209,6 +209,25 @@ def test_sigkill_during_full_reindex(tmp_path: Path) -> None:
     trials.finish()
 
 
+def test_sigkill_during_the_first_index(tmp_path: Path) -> None:
+    """Killed before anything was published: the next search builds the index itself."""
+    trials = Trials(tmp_path / "ws")
+    trials.write(make_corpus(60, 1, SEED))
+    outcome, _ = run_child(tmp_path, trials.workspace, "full", "40")
+    assert outcome == "killed"
+    COUNTS["crash trials"] += 1
+    COUNTS["kills mid-write"] += 1
+    assert IndexDir(index_root(trials.workspace)).current() is None
+    manager = build_manager(trials.workspace, trials.settings, trials.registry)
+    try:
+        assert manager.search("meadow", min_score=0.0), "empty while memory files exist"
+    finally:
+        manager.close()
+    assert snapshot_workspace(trials.workspace) == trials.expected()
+    current = IndexDir(index_root(trials.workspace)).current()
+    assert current is not None and generation_files(trials.workspace) == [current.name]
+
+
 def mutate(
     files: dict[str, str], rng: random.Random, version: int, next_index: list[int]
 ) -> dict[str, str]:
