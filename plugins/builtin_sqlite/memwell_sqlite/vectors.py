@@ -10,6 +10,23 @@ from memwell.embeddings import Matrix, Vector
 
 from .store import IndexStore
 
+_controller: Any = None
+
+
+def _single_blas_thread() -> Any:
+    """Run one mat-vec on one BLAS thread.
+
+    A single query is a few million multiply-adds: a second BLAS thread only adds wake-up
+    latency, and on a busy machine the threads spin-wait for each other (measured here:
+    milliseconds become tens of milliseconds). The limit applies to this call only.
+    """
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1, user_api="blas")
+
 
 class VectorIndex:
     """Top-k cosine search over the chunk vectors of one model.
@@ -52,7 +69,8 @@ class VectorIndex:
         rowids, matrix = self._matrix_for(store, model, generation)
         if matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return []
-        scores = matrix @ query
+        with _single_blas_thread():
+            scores = matrix @ query
         k = min(limit, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(k)
         order = top[np.argsort(-scores[top], kind="stable")]
