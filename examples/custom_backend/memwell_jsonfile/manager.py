@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,9 @@ from memwell.models import (
     SourceCount,
     SyncProgress,
 )
-from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import chunk_markdown
-from memwell.retrieval.decay import apply_temporal_decay
-from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from memwell.retrieval.limits import enforce_input_limit
-from memwell.retrieval.mmr import mmr_rerank
+from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from memwell.retrieval.snippets import citations_enabled, to_results
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 from memwell.sources.paths import read_memory_file
@@ -192,21 +188,6 @@ class JsonFileManager(BaseMemoryManager):
         except OSError:
             return None
 
-    def _rank(self, items: list[Candidate]) -> list[Candidate]:
-        """Temporal decay, a stable sort, then MMR, as configured."""
-        hybrid = self.settings.query.hybrid
-        if hybrid.temporal_decay.enabled:
-            items = apply_temporal_decay(
-                items,
-                half_life_days=hybrid.temporal_decay.half_life_days,
-                now=datetime.now(timezone.utc),
-                mtime_of=self._mtime,
-            )
-        items = sorted(items, key=lambda c: c.score, reverse=True)
-        if hybrid.mmr.enabled:
-            items = mmr_rerank(items, lambda_=hybrid.mmr.lambda_)
-        return items
-
     def search(
         self,
         query: str,
@@ -228,24 +209,15 @@ class JsonFileManager(BaseMemoryManager):
         pool = min(200, limit * hybrid.candidate_multiplier)
         rows, matrix = self._rows()
         if matrix is None or self.runtime.provider is None:
-            ranked = self._rank(keyword_candidates(text, rows, pool, boost=True))
-            found = ([c for c in ranked if c.score >= floor] or ranked)[:limit]
+            ranked = rank_candidates(
+                keyword_candidates(text, rows, pool, boost=True), hybrid, mtime_of=self._mtime
+            )
+            found = keyword_floor(ranked, floor, limit)
         else:
             keyword = keyword_candidates(text, rows, pool, boost=False)
             vector = vector_candidates(self.runtime.embed_query(text), rows, matrix, pool)
-            w_vector, w_text = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
-            if hybrid.fusion == "rrf":
-                merged = merge_rrf(
-                    vector, keyword, k=hybrid.rrf_k, vector_weight=w_vector, text_weight=w_text
-                )
-            else:
-                merged = merge_weighted(vector, keyword, vector_weight=w_vector, text_weight=w_text)
-            found = relaxed_filter(
-                self._rank(merged),
-                {c.id for c in keyword},
-                min_score=floor,
-                text_weight=w_text,
-                max_results=limit,
+            found = fuse_hybrid(
+                vector, keyword, hybrid, min_score=floor, max_results=limit, mtime_of=self._mtime
             )
         return to_results(found, citations=citations_enabled(self.settings.citations, session_key))
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 from memwell.config import MemwellSettings
 from memwell.embeddings import Vector
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.decay import apply_temporal_decay
 from memwell.retrieval.fts_query import build_fts_query, keyword_boost
-from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
-from memwell.retrieval.mmr import mmr_rerank
+from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 
 from .store import IndexStore
 from .vectors import VectorIndex
@@ -38,21 +35,6 @@ class Searcher:
             return os.stat(self.workspace / path).st_mtime
         except OSError:
             return None
-
-    def _rank(self, items: list[Candidate]) -> list[Candidate]:
-        """Temporal decay, a stable sort, then MMR, as configured."""
-        hybrid = self.settings.query.hybrid
-        if hybrid.temporal_decay.enabled:
-            items = apply_temporal_decay(
-                items,
-                half_life_days=hybrid.temporal_decay.half_life_days,
-                now=datetime.now(timezone.utc),
-                mtime_of=self._mtime,
-            )
-        items = sorted(items, key=lambda c: c.score, reverse=True)
-        if hybrid.mmr.enabled:
-            items = mmr_rerank(items, lambda_=hybrid.mmr.lambda_)
-        return items
 
     def keyword(
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
@@ -85,9 +67,8 @@ class Searcher:
             replace(c, score=min(1.0, c.text_score + keyword_boost(query, c.text, c.path)))
             for c in hits
         ]
-        ranked = self._rank(boosted)
-        strict = [c for c in ranked if c.score >= min_score]
-        return (strict or ranked)[:max_results]
+        ranked = rank_candidates(boosted, self.settings.query.hybrid, mtime_of=self._mtime)
+        return keyword_floor(ranked, min_score, max_results)
 
     def vector(
         self,
@@ -135,20 +116,11 @@ class Searcher:
             vector = self.vector(store, model, query_vector, limit, sources, generation)
         if not use_fts:
             return [c for c in vector if c.score >= min_score][:max_results]
-        vector_weight, text_weight = normalize_weights(cfg.vector_weight, cfg.text_weight)
-        if cfg.fusion == "rrf":
-            merged = merge_rrf(
-                vector, keyword, k=cfg.rrf_k, vector_weight=vector_weight, text_weight=text_weight
-            )
-        else:
-            merged = merge_weighted(
-                vector, keyword, vector_weight=vector_weight, text_weight=text_weight
-            )
-        ranked = self._rank(merged)
-        return relaxed_filter(
-            ranked,
-            {c.id for c in keyword},
+        return fuse_hybrid(
+            vector,
+            keyword,
+            cfg,
             min_score=min_score,
-            text_weight=text_weight,
             max_results=max_results,
+            mtime_of=self._mtime,
         )

@@ -11,13 +11,13 @@ see the old index or the new one, never half of one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +33,9 @@ from memwell.models import SyncProgress
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import Chunk, chunk_markdown, remap_lines, sha256_hex
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
-from memwell.retrieval.decay import apply_temporal_decay
-from memwell.retrieval.hybrid import (
-    clamp01,
-    merge_rrf,
-    merge_weighted,
-    normalize_weights,
-    relaxed_filter,
-)
+from memwell.retrieval.hybrid import clamp01
 from memwell.retrieval.limits import enforce_input_limit
-from memwell.retrieval.mmr import mmr_rerank
+from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
 
@@ -501,20 +494,11 @@ class DocumentIndex:
         return found
 
     def _rank(self, items: list[Candidate]) -> list[Candidate]:
-        """Temporal decay, a stable sort by score, then MMR, as configured."""
-        hybrid = self.settings.query.hybrid
-        if hybrid.temporal_decay.enabled:
-            mtimes = self._mtimes({c.path for c in items})
-            items = apply_temporal_decay(
-                items,
-                half_life_days=hybrid.temporal_decay.half_life_days,
-                now=datetime.now(timezone.utc),
-                mtime_of=mtimes.get,
-            )
-        items = sorted(items, key=lambda c: c.score, reverse=True)
-        if hybrid.mmr.enabled:
-            items = mmr_rerank(items, lambda_=hybrid.mmr.lambda_)
-        return items
+        """Decay, sort and MMR as configured; modification times are read once per call."""
+        mtimes = functools.cache(lambda: self._mtimes({c.path for c in items}))
+        return rank_candidates(
+            items, self.settings.query.hybrid, mtime_of=lambda path: mtimes().get(path)
+        )
 
     def search(
         self,
@@ -537,24 +521,17 @@ class DocumentIndex:
         limit = candidate_count(max_results, cfg.candidate_multiplier)
         if query_vector is None:
             ranked = self._rank(self.keyword(table, query, limit, sources))
-            return ([c for c in ranked if c.score >= min_score] or ranked)[:max_results]
+            return keyword_floor(ranked, min_score, max_results)
         vector = self.vector(table, query_vector, limit, sources) if query_vector.any() else []
         if not cfg.enabled:
             return [c for c in vector if c.score >= min_score][:max_results]
         keyword = self.keyword(table, query, limit, sources)
-        vector_weight, text_weight = normalize_weights(cfg.vector_weight, cfg.text_weight)
-        if cfg.fusion == "rrf":
-            merged = merge_rrf(
-                vector, keyword, k=cfg.rrf_k, vector_weight=vector_weight, text_weight=text_weight
-            )
-        else:
-            merged = merge_weighted(
-                vector, keyword, vector_weight=vector_weight, text_weight=text_weight
-            )
-        return relaxed_filter(
-            self._rank(merged),
-            {c.id for c in keyword},
+        mtimes = functools.cache(lambda: self._mtimes({c.path for c in [*vector, *keyword]}))
+        return fuse_hybrid(
+            vector,
+            keyword,
+            cfg,
             min_score=min_score,
-            text_weight=text_weight,
             max_results=max_results,
+            mtime_of=lambda path: mtimes().get(path),
         )

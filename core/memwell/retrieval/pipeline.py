@@ -1,0 +1,75 @@
+"""The ranking stages every backend applies after retrieval, in the reference's order.
+
+fuse (weighted or RRF) -> temporal decay -> stable sort -> MMR -> score floor. Backends supply
+the candidate lists; these functions make the rest identical everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+
+from ..config import HybridSettings
+from .candidate import Candidate
+from .decay import apply_temporal_decay
+from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
+from .mmr import mmr_rerank
+
+MtimeOf = Callable[[str], float | None]
+
+
+def rank_candidates(
+    items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf
+) -> list[Candidate]:
+    """Temporal decay (when enabled), a stable sort by score, then MMR (when enabled).
+
+    ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files.
+    """
+    ranked = list(items)
+    if hybrid.temporal_decay.enabled:
+        ranked = apply_temporal_decay(
+            ranked,
+            half_life_days=hybrid.temporal_decay.half_life_days,
+            now=datetime.now(timezone.utc),
+            mtime_of=mtime_of,
+        )
+    ranked.sort(key=lambda c: c.score, reverse=True)
+    if hybrid.mmr.enabled:
+        ranked = mmr_rerank(ranked, lambda_=hybrid.mmr.lambda_)
+    return ranked
+
+
+def fuse_hybrid(
+    vector: Sequence[Candidate],
+    keyword: Sequence[Candidate],
+    hybrid: HybridSettings,
+    *,
+    min_score: float,
+    max_results: int,
+    mtime_of: MtimeOf,
+) -> list[Candidate]:
+    """Fuse both candidate lists, rank them, then apply the strict-then-relaxed floor."""
+    vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
+    if hybrid.fusion == "rrf":
+        merged = merge_rrf(
+            vector, keyword, k=hybrid.rrf_k, vector_weight=vector_weight, text_weight=text_weight
+        )
+    else:
+        merged = merge_weighted(
+            vector, keyword, vector_weight=vector_weight, text_weight=text_weight
+        )
+    return relaxed_filter(
+        rank_candidates(merged, hybrid, mtime_of=mtime_of),
+        {c.id for c in keyword},
+        min_score=min_score,
+        text_weight=text_weight,
+        max_results=max_results,
+    )
+
+
+def keyword_floor(
+    ranked: Sequence[Candidate], min_score: float, max_results: int
+) -> list[Candidate]:
+    """Keyword-only mode's floor (spec 4.4): hits above ``min_score``, else the best anyway."""
+    strict = [c for c in ranked if c.score >= min_score]
+    return (strict or list(ranked))[:max_results]
