@@ -357,3 +357,9 @@ class TestLocalConformance(ProviderConformance):
     @pytest.fixture
     def provider(self, loaded: SentenceTransformerProvider) -> SentenceTransformerProvider:
         return loaded
+
+
+def test_input_limit_is_read_without_loading_the_model(tmp_path: Path) -> None:
+    provider = create_provider(_ctx(tmp_path))
+    assert provider.max_input_tokens == 256
+    assert provider._st is None, "a no-op sync needs the limit but must not load the model"  # type: ignore[attr-defined]

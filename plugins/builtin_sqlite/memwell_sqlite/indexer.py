@@ -12,7 +12,13 @@ from memwell.config import MemwellSettings
 from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import Vector
 from memwell.models import SyncProgress
-from memwell.retrieval.chunking import Chunk, chunk_markdown, remap_lines, sha256_hex
+from memwell.retrieval.chunking import (
+    CHARS_PER_TOKEN,
+    Chunk,
+    chunk_markdown,
+    remap_lines,
+    sha256_hex,
+)
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
@@ -155,8 +161,17 @@ class Indexer:
             yield PendingFile(rel, "sessions", state, chunks)
 
     def _chunk(self, text: str) -> list[Chunk]:
+        """Line-based chunks that fit the model's window, then a byte cap as a safety net.
+
+        A model with a small window (MiniLM: 256 tokens) gets chunks of at most that many
+        tokens, cut at line boundaries by the chunker; cutting oversized chunks by bytes
+        alone split sentences in half (a fact's name in one piece, its value in the next).
+        """
         cfg = self.settings.chunking
-        chunks = chunk_markdown(text, tokens=cfg.tokens, overlap=cfg.overlap)
+        tokens = cfg.tokens
+        if self.provider is not None:
+            tokens = max(1, min(tokens, self.runtime.input_limit_bytes() // CHARS_PER_TOKEN))
+        chunks = chunk_markdown(text, tokens=tokens, overlap=min(cfg.overlap, tokens - 1))
         if self.provider is not None:
             chunks = enforce_input_limit(chunks, self.runtime.input_limit_bytes())
         return chunks

@@ -241,6 +241,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             "chunk_overlap": chunking.overlap,
             "fts_tokenizer": self.settings.store.fts.tokenizer,
             "input_limit": self.runtime.input_limit_bytes() if provider else None,
+            "chunk_fit": "window-v1",
             "schema_version": SCHEMA_VERSION,
         }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -20,6 +21,25 @@ from .vectors import VectorIndex
 def candidate_count(max_results: int, multiplier: int) -> int:
     """How many candidates each retriever fetches before fusion (24 by default)."""
     return min(200, max(1, max_results * multiplier))
+
+
+def _rescale_bm25(keyword: Sequence[Candidate]) -> None:
+    """Make keyword scores relative BM25: the best hit 1, the others in proportion.
+
+    BM25 magnitudes depend on the corpus, and the spec's ``-rank / (1 - rank)`` mapping
+    saturates (ranks -5.7 and -9 give 0.85 and 0.90), which leaves fusion unable to tell an
+    exact rare-term match from a hit on common words. The mapping is inverted to recover the
+    raw magnitude, then divided by the best one.
+    """
+    magnitudes = [
+        c.text_score / (1 - c.text_score) if c.text_score < 1 else math.inf for c in keyword
+    ]
+    best = max(magnitudes, default=0.0)
+    for cand, magnitude in zip(keyword, magnitudes, strict=True):
+        if math.isinf(best):  # substring-only matches carry no BM25 rank
+            cand.text_score = 1.0 if math.isinf(magnitude) else 0.0
+        elif best > 0:
+            cand.text_score = magnitude / best
 
 
 class Searcher:
@@ -107,10 +127,7 @@ class Searcher:
         limit = candidate_count(max_results, cfg.candidate_multiplier)
         use_fts = cfg.enabled and store.fts_available
         keyword = self.keyword(store, query, limit, sources) if use_fts else []
-        best = max((c.text_score for c in keyword), default=0.0)
-        if best > 0:  # BM25 magnitudes depend on corpus size: rescale so the best hit is 1
-            for c in keyword:
-                c.text_score /= best
+        _rescale_bm25(keyword)
         vector: list[Candidate] = []
         if query_vector is not None and query_vector.any():
             vector = self.vector(store, model, query_vector, limit, sources, generation)

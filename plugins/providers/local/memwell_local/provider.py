@@ -9,6 +9,7 @@ downloaded: every load passes ``local_files_only=True``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -176,6 +177,16 @@ def _single_thread_if(small: bool) -> Iterator[None]:
             torch.set_num_threads(previous)
 
 
+def _declared_max_seq_length(source: str) -> int | None:
+    """``max_seq_length`` from a local model directory's config, without loading the model."""
+    try:
+        data = json.loads((Path(source) / "sentence_bert_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("max_seq_length") if isinstance(data, dict) else None
+    return value if isinstance(value, int) and value > 0 else None
+
+
 class SentenceTransformerProvider:
     """A sentence-transformers model behind the :class:`memwell.EmbeddingProvider` protocol.
 
@@ -253,7 +264,17 @@ class SentenceTransformerProvider:
 
     @property
     def max_input_tokens(self) -> int | None:
-        """The model's input limit in tokens (longer inputs are truncated); loads the model."""
+        """The model's input limit in tokens (longer inputs are truncated).
+
+        Read from the model directory's ``sentence_bert_config.json`` when it is there, so a
+        no-op sync (which needs this limit for its index metadata) never loads the model.
+        """
+        if self.config.max_seq_length is not None:
+            return self.config.max_seq_length
+        if self._st is None:
+            declared = _declared_max_seq_length(self.source)
+            if declared is not None:
+                return declared
         limit = self._load().max_seq_length
         return int(limit) if limit else None
 
