@@ -1,18 +1,20 @@
 """Line-based Markdown chunking with a CJK-aware character budget (spec 3.3, 3.4, 3.7).
 
-A file is split into lines, long lines into *segments*, and segments are packed into chunks
-of about ``tokens * 4`` weighted characters, with a tail of the previous chunk carried over
-as overlap. Each chunk keeps the 1-based line range it came from.
+A file is split into lines, long lines into *segments* (sentences, else word runs, else
+fixed slices), and segments are packed into chunks of at most ``tokens * 4`` weighted
+characters, with a tail of the previous chunk carried over as overlap. Each chunk keeps the
+1-based line range it came from, and its text is a verbatim slice of the file.
 
-Python strings hold code points, not UTF-16 units. The reference cuts long lines every N
-UTF-16 units and lengthens a cut by one unit rather than split a surrogate pair; this module
-measures widths in UTF-16 units the same way, so an astral character (emoji, CJK Ext-B) is
-never split and the cut positions match the reference.
+Python strings hold code points, not UTF-16 units. The reference cuts every long line every N
+UTF-16 units (mid-word, mid-sentence) and lengthens a cut by one unit rather than split a
+surrogate pair; this module keeps those widths and that rule for the last resort, a single
+word longer than the budget, so an astral character (emoji, CJK Ext-B) is never split.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +28,10 @@ _NON_LATIN = re.compile(
     "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
 )
 _BMP_LIMIT = 0xFFFF
+# Cut points inside an over-long line: after a sentence's end (Latin punctuation followed by
+# whitespace, or CJK full stops), and, failing that, after each run of whitespace.
+_SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*\s+|[\u3002\uff01\uff1f\uff1b]\s*")
+_WORD_END = re.compile(r"(?<=\s)(?=\S)")
 
 
 def sha256_hex(text: str) -> str:
@@ -62,6 +68,10 @@ def estimate_chars(text: str) -> int:
     return len(text) + (CHARS_PER_TOKEN - 1) * len(_NON_LATIN.findall(text))
 
 
+def _utf16_len(text: str) -> int:
+    return len(text) + sum(1 for char in text if ord(char) > _BMP_LIMIT)
+
+
 def _utf16_slices(text: str, units: int) -> list[str]:
     """Cut ``text`` every ``units`` UTF-16 units, lengthening a cut rather than split a pair."""
     pieces: list[str] = []
@@ -77,16 +87,62 @@ def _utf16_slices(text: str, units: int) -> list[str]:
     return pieces
 
 
-def _line_segments(line: str, max_chars: int, tokens: int) -> list[str]:
-    """Split one line into slices of ``max_chars`` units; re-slice CJK-heavy ones by ``tokens``."""
-    if not line:
-        return [""]
+def _hard_slices(piece: str, max_chars: int, tokens: int) -> list[str]:
+    """Cut ``piece`` every ``max_chars`` UTF-16 units; re-slice CJK-heavy ones by ``tokens``."""
     segments: list[str] = []
-    for piece in _utf16_slices(line, max_chars):
-        if estimate_chars(piece) > max_chars:
-            segments.extend(_utf16_slices(piece, tokens))
+    for part in _utf16_slices(piece, max_chars):
+        if estimate_chars(part) > max_chars:
+            segments.extend(_utf16_slices(part, tokens))
         else:
-            segments.append(piece)
+            segments.append(part)
+    return segments
+
+
+def _fits(text: str, max_chars: int) -> bool:
+    return estimate_chars(text) <= max_chars and _utf16_len(text) <= max_chars
+
+
+def _pack(pieces: Iterator[str], max_chars: int) -> Iterator[str]:
+    """Concatenate consecutive ``pieces`` while the result fits ``max_chars``."""
+    current = ""
+    for piece in pieces:
+        if current and not _fits(current + piece, max_chars):
+            yield current
+            current = ""
+        current += piece
+    if current:
+        yield current
+
+
+def _sentences(line: str) -> Iterator[str]:
+    """The sentences of ``line``, each with its trailing punctuation and whitespace."""
+    start = 0
+    for end in _SENTENCE_END.finditer(line):
+        yield line[start : end.end()]
+        start = end.end()
+    if start < len(line):
+        yield line[start:]
+
+
+def _line_segments(line: str, max_chars: int, tokens: int) -> list[str]:
+    """Split one line into segments that fit ``max_chars``, at the most natural boundary.
+
+    A line that fits is one segment. A longer one (a prose paragraph is often a single line)
+    is cut after sentences; a sentence that does not fit is cut after words (runs of words
+    packed up to the budget), and only a word that does not fit is cut every ``max_chars``
+    UTF-16 units (CJK-heavy slices every ``tokens`` units). The segments concatenate back to
+    the line exactly.
+    """
+    if _fits(line, max_chars):
+        return [line]
+    segments: list[str] = []
+    for sentence in _sentences(line):
+        if _fits(sentence, max_chars):
+            segments.append(sentence)
+            continue
+        words = (w for w in _WORD_END.split(sentence) if w)
+        for run in _pack(words, max_chars):
+            segments.extend([run] if _fits(run, max_chars) else _hard_slices(run, max_chars, tokens))
     return segments
 
 
@@ -99,8 +155,11 @@ def _segments(content: str, max_chars: int, tokens: int) -> Iterator[_Segment]:
 
 
 def _flush(segments: Sequence[_Segment]) -> Chunk:
-    text = "\n".join(segment.text for segment in segments)
-    return Chunk.create(segments[0].line_no, segments[-1].line_no, text)
+    """Join segments into a chunk: pieces of one line directly, lines with a newline."""
+    parts = [segments[0].text]
+    for previous, segment in itertools.pairwise(segments):
+        parts.append(segment.text if segment.line_no == previous.line_no else "\n" + segment.text)
+    return Chunk.create(segments[0].line_no, segments[-1].line_no, "".join(parts))
 
 
 def _carry_overlap(segments: Sequence[_Segment], overlap_chars: int) -> list[_Segment]:
@@ -122,16 +181,19 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
     """Split ``content`` into line-ranged chunks of about ``tokens`` tokens with ``overlap``.
 
     ``maxChars = max(32, tokens * 4)``; ``overlap`` is clamped to ``[0, tokens - 1]`` and
-    ``overlapChars = overlap * 4``. A line longer than ``maxChars`` UTF-16 units is cut into
-    segments (CJK-heavy slices every ``tokens`` units), so every segment weighs at most
-    ``maxChars``. A segment of size ``estimate_chars + 1`` that would push the chunk past
-    ``maxChars`` flushes it and carries the overlap; the segment is then appended anyway.
+    ``overlapChars = overlap * 4``. A line longer than ``maxChars`` is cut into segments
+    after sentences, else after words, else every ``maxChars`` UTF-16 units (CJK-heavy slices
+    every ``tokens`` units), so every segment weighs at most ``maxChars``. A segment of size
+    ``estimate_chars + 1`` that would push the chunk past ``maxChars`` flushes it; the next
+    chunk starts with the previous one's trailing segments (at least ``overlapChars`` of
+    them, dropped from the front as far as needed for the new segment to fit the budget).
 
-    Bound on a chunk's weighted size (sum of ``estimate_chars(segment) + 1``): at most
-    ``maxChars + 1`` without overlap, and at most ``2 * maxChars + overlapChars + 1`` with it
-    (carried segments sum to below ``overlapChars`` plus one whole segment, then one more
-    segment of at most ``maxChars + 1`` is appended). Whitespace-only chunks are dropped.
-    A trailing ``\\r`` is stripped from every line. Raises ``ValueError`` if ``tokens < 1``.
+    A chunk's weighted size (sum of ``estimate_chars(segment) + 1``) is therefore at most
+    ``maxChars + 1``, so it fits a model window of ``tokens``; the reference lets overlap grow
+    a chunk to ``2 * maxChars + overlapChars``, past the window, where the model truncates it.
+    Chunk text is the source text: segments of one line joined as they were, lines joined by
+    ``\\n``. Whitespace-only chunks are dropped. A trailing ``\\r`` is stripped from every
+    line. Raises ``ValueError`` if ``tokens < 1``.
     """
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, got {tokens}")
@@ -145,6 +207,8 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
             chunks.append(_flush(current))
             current = _carry_overlap(current, overlap_chars)
             current_chars = sum(kept.size for kept in current)
+            while current and current_chars + segment.size > max_chars:
+                current_chars -= current.pop(0).size
         current.append(segment)
         current_chars += segment.size
     if current:
