@@ -23,6 +23,8 @@ from memwell.embeddings import Matrix, Vector
 from memwell.errors import ProviderError, ProviderUnavailableError
 from pydantic import BaseModel, ConfigDict, Field
 
+from .malloc import pin_mmap_threshold
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
@@ -51,6 +53,9 @@ class LocalConfig(BaseModel):
     normalize: bool = True
     threads: int | None = Field(None, ge=1)
     """``torch.set_num_threads`` value applied when the model loads (process-wide)."""
+    mmap_threshold: int = Field(1 << 20, ge=0)
+    """glibc mmap threshold (bytes) fixed when the model loads, so memory freed after each
+    batch goes back to the system (process-wide; 0 leaves malloc alone)."""
 
 
 def _unavailable(message: str) -> ProviderUnavailableError:
@@ -225,6 +230,7 @@ class SentenceTransformerProvider:
 
     def _load_model(self) -> SentenceTransformer:
         cfg = self.config
+        pin_mmap_threshold(cfg.mmap_threshold)
         try:
             if cfg.threads is not None:
                 import torch
