@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import memwell_sqlite.manager
 import memwell_sqlite.plugin
 import pytest
 from memwell.config import MemwellSettings
@@ -93,6 +94,19 @@ def test_config_change_triggers_full_reindex(
     if change.get("provider") == "none":
         assert status.search_mode == "fts-only"
         assert status.provider == "none"
+
+
+def test_new_chunker_version_triggers_full_reindex(
+    open_ws: OpenFn, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = open_ws(workspace)
+    first.sync()
+    before = first.status().custom["generation_file"]
+    first.close()
+    monkeypatch.setattr(memwell_sqlite.manager, "CHUNKER_VERSION", 10**6)
+    second = open_ws(workspace)
+    second.sync()
+    assert second.status().custom["generation_file"] != before
 
 
 def test_model_change_reindexes_with_new_dims(workspace: Path) -> None:

@@ -20,6 +20,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+CHUNKER_VERSION = 2
+"""Bumped whenever the same content and settings give different chunks; backends keep it in
+their index metadata, so an upgrade rebuilds indexes instead of mixing two chunkings."""
+
 CHARS_PER_TOKEN = 4
 """Characters per token in the budget estimate."""
 
@@ -142,7 +146,9 @@ def _line_segments(line: str, max_chars: int, tokens: int) -> list[str]:
             continue
         words = (w for w in _WORD_END.split(sentence) if w)
         for run in _pack(words, max_chars):
-            segments.extend([run] if _fits(run, max_chars) else _hard_slices(run, max_chars, tokens))
+            segments.extend(
+                [run] if _fits(run, max_chars) else _hard_slices(run, max_chars, tokens)
+            )
     return segments
 
 

@@ -26,7 +26,7 @@ from memwell.models import (
     SourceCount,
     SyncProgress,
 )
-from memwell.retrieval.chunking import chunk_markdown
+from memwell.retrieval.chunking import CHUNKER_VERSION, chunk_markdown
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from memwell.retrieval.snippets import citations_enabled, to_results
@@ -70,7 +70,7 @@ class JsonFileManager(BaseMemoryManager):
         return {
             "version": INDEX_VERSION,
             "provider_key": self.runtime.provider_key(),
-            "chunking": [chunking.tokens, chunking.overlap],
+            "chunking": [chunking.tokens, chunking.overlap, CHUNKER_VERSION],
         }
 
     def sync(

@@ -27,6 +27,7 @@ from memwell.models import (
     VectorStatus,
 )
 from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.paths import read_memory_file
@@ -239,6 +240,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             "scope_hash": scope_hash(self.settings, self.workspace),
             "chunk_tokens": chunking.tokens,
             "chunk_overlap": chunking.overlap,
+            "chunker": CHUNKER_VERSION,
             "fts_tokenizer": self.settings.store.fts.tokenizer,
             "input_limit": self.runtime.input_limit_bytes() if provider else None,
             "chunk_fit": "window-v1",

@@ -31,7 +31,13 @@ from memwell.embeddings import Vector
 from memwell.manager import ProgressCallback
 from memwell.models import SyncProgress
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.chunking import Chunk, chunk_markdown, remap_lines, sha256_hex
+from memwell.retrieval.chunking import (
+    CHUNKER_VERSION,
+    Chunk,
+    chunk_markdown,
+    remap_lines,
+    sha256_hex,
+)
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
 from memwell.retrieval.hybrid import clamp01
 from memwell.retrieval.limits import enforce_input_limit
@@ -170,6 +176,7 @@ class DocumentIndex:
             "provider_key": self.runtime.provider_key(),
             "chunk_tokens": self.settings.chunking.tokens,
             "chunk_overlap": self.settings.chunking.overlap,
+            "chunker": CHUNKER_VERSION,
             "sources": sorted(self.settings.sources),
             "scope_hash": sha256_hex(repr((extras, self.sessions_dir().as_posix()))),
         }
