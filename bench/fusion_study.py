@@ -1,0 +1,166 @@
+"""How the hybrid fusion defaults were chosen: fusion variants scored on one built eval index.
+
+Run ``memwell eval --dataset DIR --split train --mode vector`` first (it builds and keeps the
+index), then::
+
+    python bench/fusion_study.py --dataset ../shared/data/beir-scifact --split train
+
+For every judged query this fetches the builtin backend's own keyword candidates (BM25 with
+its query builder) and the cosine of every chunk, then scores fusion variants offline and
+prints one table of nDCG@10 / Recall@100 at document level (best chunk wins). Tuning uses the
+training split only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from memwell.cli.eval_command import _default_workdir
+from memwell.config import load_settings
+from memwell.evaluation import load_dataset, ndcg_at_k, recall_at_k, write_corpus
+from memwell.factory import open_memory
+
+CANDIDATES = 200
+
+
+@dataclass
+class QueryData:
+    relevant: Mapping[str, int]
+    keyword: list[tuple[int, float]]  # (chunk row index, raw BM25 magnitude), best first
+    cosine: np.ndarray[Any, Any]  # cosine of every chunk
+
+
+def _collect(dataset_dir: Path, split: str) -> tuple[list[QueryData], list[str]]:
+    dataset = load_dataset(dataset_dir, split)
+    workspace = _default_workdir(dataset_dir, "embedding")
+    path_to_doc = write_corpus(dataset, workspace / "memory")
+    overrides = {"sync": {"watch": False, "on_search": False}}
+    settings = load_settings(workspace, overrides=overrides)
+    manager: Any = open_memory(workspace, settings=settings)
+    manager.sync(reason="study")
+    with manager._read_lock:
+        store = manager._reader_store()
+        model = manager._reader_meta["model"]
+    rowids, matrix = manager.vectors._matrix_for(store, model, manager.generation)
+    position = {int(r): i for i, r in enumerate(rowids)}
+    rows = store.conn.execute("SELECT rowid, id, path FROM chunks").fetchall()
+    by_id = {cid: position[rowid] for rowid, cid, _ in rows if rowid in position}
+    docs = [""] * len(rowids)
+    for rowid, _, path in rows:
+        if rowid in position:
+            docs[position[rowid]] = path_to_doc.get(path, path)
+    sources = list(settings.sources)
+    data: list[QueryData] = []
+    for qid, relevant in dataset.qrels.items():
+        text = dataset.queries[qid]
+        hits = manager.searcher.keyword(store, text, CANDIDATES, sources)
+        keyword = [
+            (by_id[c.id], c.text_score / (1 - c.text_score) if c.text_score < 1 else 1e9)
+            for c in hits
+            if c.id in by_id
+        ]
+        vector = manager.runtime.embed_query(text)
+        data.append(QueryData(relevant, keyword, matrix @ vector))
+    manager.close()
+    return data, docs
+
+
+Fusion = Callable[[QueryData], dict[int, float]]
+
+
+def _top_vector(q: QueryData, n: int = CANDIDATES) -> list[tuple[int, float]]:
+    top = np.argpartition(-q.cosine, n)[:n]
+    top = top[np.argsort(-q.cosine[top])]
+    return [(int(i), float(q.cosine[i])) for i in top]
+
+
+def _relative(hits: list[tuple[int, float]]) -> dict[int, float]:
+    best = max((s for _, s in hits), default=0.0)
+    return {i: s / best for i, s in hits} if best > 0 else {}
+
+
+def _minmax(hits: list[tuple[int, float]]) -> dict[int, float]:
+    if not hits:
+        return {}
+    lo, hi = min(s for _, s in hits), max(s for _, s in hits)
+    span = hi - lo or 1.0
+    return {i: (s - lo) / span for i, s in hits}
+
+
+def weighted(wv: float, vec_norm: str = "raw", fill: bool = False) -> Fusion:
+    """``wv * vector + (1 - wv) * keyword``; keyword relative to the best BM25."""
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        kw = _relative(q.keyword)
+        top = _top_vector(q)
+        if fill:  # exact cosine for keyword candidates outside the vector top-N
+            seen = {i for i, _ in top}
+            top += [(i, float(q.cosine[i])) for i in kw if i not in seen]
+        vec = dict(top) if vec_norm == "raw" else _minmax(top)
+        return {i: wv * vec.get(i, 0.0) + (1 - wv) * kw.get(i, 0.0) for i in set(vec) | set(kw)}
+
+    return fuse
+
+
+def rrf(wv: float, k: int = 60) -> Fusion:
+    def fuse(q: QueryData) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for w, hits in ((wv, _top_vector(q)), (1 - wv, q.keyword)):
+            for rank, (i, _) in enumerate(hits, start=1):
+                out[i] = out.get(i, 0.0) + w / (k + rank)
+        return out
+
+    return fuse
+
+
+def _doc_ranking(scores: dict[int, float], docs: list[str]) -> list[str]:
+    best: dict[str, float] = {}
+    for i, s in scores.items():
+        doc = docs[i]
+        if s > best.get(doc, -1.0):
+            best[doc] = s
+    return sorted(best, key=lambda d: -best[d])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", type=Path, required=True)
+    parser.add_argument("--split", default="train")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    data, docs = _collect(args.dataset, args.split)
+    print(f"{len(data)} queries, {len(docs)} chunks, collected in {time.perf_counter() - started:.0f} s")
+    variants: dict[str, Fusion] = {
+        "keyword only": weighted(0.0),
+        "vector only": weighted(1.0),
+    }
+    for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
+        variants[f"weighted {wv:.1f} (raw cosine)"] = weighted(wv)
+    for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
+        variants[f"weighted {wv:.1f} (min-max cosine)"] = weighted(wv, "minmax")
+    for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
+        variants[f"weighted {wv:.1f} (min-max, filled)"] = weighted(wv, "minmax", fill=True)
+    for wv in (0.5, 0.6):
+        variants[f"weighted {wv:.1f} (raw, filled)"] = weighted(wv, fill=True)
+    for wv in (0.5,):
+        variants[f"rrf {wv:.1f}"] = rrf(wv)
+    print("| fusion | nDCG@10 | Recall@100 |")
+    print("|---|---|---|")
+    for name, fuse in variants.items():
+        ndcg, recall = [], []
+        for q in data:
+            ranking = _doc_ranking(fuse(q), docs)
+            ndcg.append(ndcg_at_k(ranking, q.relevant, 10))
+            recall.append(recall_at_k(ranking, q.relevant, 100))
+        print(f"| {name} | {statistics.fmean(ndcg):.4f} | {statistics.fmean(recall):.4f} |")
+
+
+if __name__ == "__main__":
+    main()
