@@ -28,6 +28,7 @@ from memwell.evaluation import load_dataset, ndcg_at_k, recall_at_k, write_corpu
 from memwell.factory import open_memory
 
 CANDIDATES = 200
+_DOCS: list[str] = []
 
 
 @dataclass
@@ -109,6 +110,33 @@ def weighted(wv: float, vec_norm: str = "raw", fill: bool = False) -> Fusion:
     return fuse
 
 
+def file_evidence(wv: float, gamma: float, vec_norm: str = "raw") -> Fusion:
+    """Weighted fusion where each chunk's missing or weaker side is lifted to ``gamma`` times
+    the best score of its file on that side (the keyword and the vector hits of one document
+    are often different chunks)."""
+    docs = _DOCS
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        kw = _relative(q.keyword)
+        top = _top_vector(q)
+        vec = dict(top) if vec_norm == "raw" else _minmax(top)
+        best_kw: dict[str, float] = {}
+        best_vec: dict[str, float] = {}
+        for i, s in kw.items():
+            best_kw[docs[i]] = max(best_kw.get(docs[i], 0.0), s)
+        for i, s in vec.items():
+            best_vec[docs[i]] = max(best_vec.get(docs[i], 0.0), s)
+        out = {}
+        for i in set(vec) | set(kw):
+            d = docs[i]
+            v = max(vec.get(i, 0.0), gamma * best_vec.get(d, 0.0))
+            t = max(kw.get(i, 0.0), gamma * best_kw.get(d, 0.0))
+            out[i] = wv * v + (1 - wv) * t
+        return out
+
+    return fuse
+
+
 def rrf(wv: float, k: int = 60) -> Fusion:
     def fuse(q: QueryData) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -136,20 +164,28 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     data, docs = _collect(args.dataset, args.split)
-    print(f"{len(data)} queries, {len(docs)} chunks, collected in {time.perf_counter() - started:.0f} s")
+    _DOCS[:] = docs
+    took = time.perf_counter() - started
+    print(f"{len(data)} queries, {len(docs)} chunks, collected in {took:.0f} s")
     variants: dict[str, Fusion] = {
         "keyword only": weighted(0.0),
         "vector only": weighted(1.0),
     }
-    for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
+    for wv in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
         variants[f"weighted {wv:.1f} (raw cosine)"] = weighted(wv)
     for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
         variants[f"weighted {wv:.1f} (min-max cosine)"] = weighted(wv, "minmax")
     for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
         variants[f"weighted {wv:.1f} (min-max, filled)"] = weighted(wv, "minmax", fill=True)
-    for wv in (0.5, 0.6):
+    for wv in (0.5, 0.6, 0.7):
         variants[f"weighted {wv:.1f} (raw, filled)"] = weighted(wv, fill=True)
-    for wv in (0.5,):
+    for wv in (0.5, 0.7):
+        for gamma in (0.5, 1.0):
+            variants[f"file evidence {wv:.1f} gamma {gamma} (raw)"] = file_evidence(wv, gamma)
+            variants[f"file evidence {wv:.1f} gamma {gamma} (min-max)"] = file_evidence(
+                wv, gamma, "minmax"
+            )
+    for wv in (0.5, 0.7):
         variants[f"rrf {wv:.1f}"] = rrf(wv)
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")

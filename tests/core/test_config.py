@@ -72,7 +72,7 @@ def test_reference_defaults(no_user: Path) -> None:
     assert s.query.min_score == pytest.approx(0.35)
     h = s.query.hybrid
     assert h.enabled is True
-    assert (h.vector_weight, h.text_weight) == (pytest.approx(0.5), pytest.approx(0.5))
+    assert (h.vector_weight, h.text_weight) == (pytest.approx(0.7), pytest.approx(0.3))
     assert h.candidate_multiplier == 4
     assert h.mmr.enabled is False and h.mmr.lambda_ == pytest.approx(0.7)
     assert h.temporal_decay.enabled is False
