@@ -107,15 +107,21 @@ def _fits(text: str, max_chars: int) -> bool:
 
 
 def _pack(pieces: Iterator[str], max_chars: int) -> Iterator[str]:
-    """Concatenate consecutive ``pieces`` while the result fits ``max_chars``."""
-    current = ""
+    """Concatenate consecutive ``pieces`` while the result fits ``max_chars``.
+
+    Both measures are additive, so each piece is measured once (linear in the line).
+    """
+    current: list[str] = []
+    weight = units = 0
     for piece in pieces:
-        if current and not _fits(current + piece, max_chars):
-            yield current
-            current = ""
-        current += piece
+        piece_weight, piece_units = estimate_chars(piece), _utf16_len(piece)
+        if current and max(weight + piece_weight, units + piece_units) > max_chars:
+            yield "".join(current)
+            current, weight, units = [], 0, 0
+        current.append(piece)
+        weight, units = weight + piece_weight, units + piece_units
     if current:
-        yield current
+        yield "".join(current)
 
 
 def _sentences(line: str) -> Iterator[str]:
