@@ -224,7 +224,23 @@ def test_remap_lines_past_map_end_uses_last_entry() -> None:
 
 
 _ATOMS = st.sampled_from(
-    ["a", "word ", " ", "\t", "\n", "\r\n", "中文", "한", "😀", "𠀀", "é", "\u3000", "-", ". ", "。"]
+    [
+        "a",
+        "word ",
+        " ",
+        "\t",
+        "\n",
+        "\r\n",
+        "中文",
+        "한",
+        "😀",
+        "𠀀",
+        "é",
+        "\u3000",
+        "-",
+        ". ",
+        "。",
+    ]
 )
 _RUNS = st.builds(operator.mul, _ATOMS, st.integers(1, 150))
 _CONTENT = st.lists(_RUNS | st.text(max_size=20), max_size=12).map("".join)

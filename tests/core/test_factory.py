@@ -232,3 +232,14 @@ def test_resolve_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert resolve_workspace(None) == tmp_path.resolve()
     with pytest.raises(ConfigError, match="not a directory"):
         resolve_workspace(tmp_path / "missing")
+
+
+def test_open_memory_is_importable_from_the_package_root() -> None:
+    import memwell
+    from memwell import close_all, open_memory
+    from memwell.factory import close_all as factory_close_all
+    from memwell.factory import open_memory as factory_open_memory
+
+    assert open_memory is factory_open_memory and close_all is factory_close_all
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        memwell.nope  # noqa: B018

@@ -223,7 +223,8 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentenceTransfo
         mp.setattr(socket.socket, "connect", refuse)
         mp.setattr(socket, "getaddrinfo", refuse)
         provider = create_provider(_ctx(workspace))
-        assert provider.dims == 384  # loads the model
+        assert provider.dims == 384  # read from the model directory
+        provider.embed_batch(["load"])  # loads the model
     assert attempts == []
     yield provider
 
@@ -308,7 +309,7 @@ def test_concurrent_first_use_loads_once(loaded: SentenceTransformerProvider) ->
         mp.setattr(sentence_transformers, "SentenceTransformer", counting)
         results: list[np.ndarray] = []
         threads = [
-            threading.Thread(target=lambda: results.append(provider.embed_query("hello")))
+            threading.Thread(target=lambda: results.append(provider.embed_batch(["hello"])[0]))
             for _ in range(4)
         ]
         for thread in threads:
@@ -390,6 +391,6 @@ def test_model_load_pins_the_configured_mmap_threshold(
     provider = SentenceTransformerProvider(
         "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(mmap_threshold=0, threads=None)
     )
-    assert provider.dims == 384
+    provider.embed_batch(["load"])
     assert seen == [0]
     assert LocalConfig().mmap_threshold == 1 << 20

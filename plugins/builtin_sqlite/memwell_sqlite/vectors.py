@@ -6,26 +6,10 @@ import threading
 from typing import Any
 
 import numpy as np
+from memwell.blas import single_blas_thread
 from memwell.embeddings import Matrix, Vector
 
 from .store import IndexStore
-
-_controller: Any = None
-
-
-def _single_blas_thread() -> Any:
-    """Run one mat-vec on one BLAS thread.
-
-    A single query is a few million multiply-adds: a second BLAS thread only adds wake-up
-    latency, and on a busy machine the threads spin-wait for each other (measured here:
-    milliseconds become tens of milliseconds). The limit applies to this call only.
-    """
-    global _controller
-    if _controller is None:
-        from threadpoolctl import ThreadpoolController
-
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
 
 
 class VectorIndex:
@@ -69,7 +53,7 @@ class VectorIndex:
         rowids, matrix = self._matrix_for(store, model, generation)
         if matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return []
-        with _single_blas_thread():
+        with single_blas_thread():
             scores = matrix @ query
         k = min(limit, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(k)

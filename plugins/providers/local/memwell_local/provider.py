@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from memwell.descriptors import ProviderContext
@@ -24,6 +24,7 @@ from memwell.errors import ProviderError, ProviderUnavailableError
 from pydantic import BaseModel, ConfigDict, Field
 
 from .malloc import pin_mmap_threshold
+from .numpy_bert import NumpyBertEncoder, numpy_bert_dims
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -53,6 +54,10 @@ class LocalConfig(BaseModel):
     normalize: bool = True
     threads: int | None = Field(None, ge=1)
     """``torch.set_num_threads`` value applied when the model loads (process-wide)."""
+    query_engine: Literal["auto", "torch"] = "auto"
+    """``auto`` embeds queries with a NumPy forward pass when the model is a plain BERT with
+    mean pooling (as all-MiniLM-L6-v2 is), so a search never imports torch; ``torch`` always
+    uses sentence-transformers."""
     mmap_threshold: int = Field(1 << 20, ge=0)
     """glibc mmap threshold (bytes) fixed when the model loads, so memory freed after each
     batch goes back to the system (process-wide; 0 leaves malloc alone)."""
@@ -213,6 +218,8 @@ class SentenceTransformerProvider:
         self._st: SentenceTransformer | None = None
         self._dims = 0
         self._lock = threading.Lock()
+        self._query_encoder: NumpyBertEncoder | None = None
+        self._query_encoder_tried = False
 
     @property
     def loaded(self) -> bool:
@@ -227,6 +234,24 @@ class SentenceTransformerProvider:
             if self._st is None:
                 self._st = self._load_model()
             return self._st
+
+    def _numpy_encoder(self) -> NumpyBertEncoder | None:
+        """The NumPy query encoder, loaded once; ``None`` when not applicable."""
+        if self._query_encoder_tried:
+            return self._query_encoder
+        with self._lock:
+            if not self._query_encoder_tried:
+                if self.config.query_engine == "auto" and Path(self.source).is_dir():
+                    self._query_encoder = NumpyBertEncoder.load(
+                        Path(self.source), self._declared_limit()
+                    )
+                self._query_encoder_tried = True
+            return self._query_encoder
+
+    def _declared_limit(self) -> int | None:
+        if self.config.max_seq_length is not None:
+            return self.config.max_seq_length
+        return _declared_max_seq_length(self.source)
 
     def _load_model(self) -> SentenceTransformer:
         cfg = self.config
@@ -264,7 +289,11 @@ class SentenceTransformerProvider:
 
     @property
     def dims(self) -> int:
-        """The vector size; loads the model."""
+        """The vector size; read from the model directory when it allows, else loads it."""
+        if self._st is None and self.config.query_engine == "auto":
+            declared = numpy_bert_dims(Path(self.source))
+            if declared is not None:
+                return declared
         self._load()
         return self._dims
 
@@ -285,7 +314,18 @@ class SentenceTransformerProvider:
         return int(limit) if limit else None
 
     def embed_query(self, text: str) -> Vector:
-        row: Vector = self.embed_batch([text])[0]
+        """One query vector: NumPy forward pass until torch is loaded anyway (same vectors)."""
+        encoder = self._numpy_encoder() if self._st is None else None
+        if encoder is not None:
+            try:
+                row: Vector = encoder.encode([text])[0]
+            except Exception as exc:
+                raise ProviderError(
+                    f"local query embedding failed: {type(exc).__name__}: {exc}",
+                    provider=PROVIDER_ID,
+                ) from exc
+            return row
+        row = self.embed_batch([text])[0]
         return row
 
     def embed_batch(self, texts: Sequence[str]) -> Matrix:

