@@ -144,7 +144,7 @@ def test_config_rejects_unknown_keys_and_bad_values() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         LocalConfig(batch_size=0)
     assert LocalConfig().device == "cpu"
-    assert LocalConfig().batch_size == 32
+    assert LocalConfig().batch_size == 8
 
 
 def test_config_section_is_validated_through_the_runtime(tmp_path: Path) -> None:
@@ -364,33 +364,3 @@ def test_input_limit_is_read_without_loading_the_model(tmp_path: Path) -> None:
     provider = create_provider(_ctx(tmp_path))
     assert provider.max_input_tokens == 256
     assert provider._st is None, "a no-op sync needs the limit but must not load the model"  # type: ignore[attr-defined]
-
-
-def test_mmap_threshold_is_pinned_on_glibc_unless_disabled_or_user_set(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import platform
-
-    from memwell_local.malloc import pin_mmap_threshold
-
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    on_glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    assert pin_mmap_threshold(1 << 20) is on_glibc
-    assert pin_mmap_threshold(0) is False
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
-    assert pin_mmap_threshold(1 << 20) is False
-
-
-def test_model_load_pins_the_configured_mmap_threshold(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import memwell_local.provider as provider_module
-
-    seen: list[int] = []
-    monkeypatch.setattr(provider_module, "pin_mmap_threshold", seen.append)
-    provider = SentenceTransformerProvider(
-        "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(mmap_threshold=0, threads=None)
-    )
-    provider.embed_batch(["load"])
-    assert seen == [0]
-    assert LocalConfig().mmap_threshold == 1 << 20
