@@ -133,3 +133,20 @@ def test_one_shot_search_never_imports_torch(tmp_path: Path) -> None:
     assert path == "memory/ops.md"
     assert mode == "hybrid"
     assert torch_imported is False
+
+
+def test_free_heap_is_released_after_document_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+
+    import memwell_local.provider as provider_module
+    from memwell_local.heap import release_free_heap
+
+    on_glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert release_free_heap() is on_glibc
+    calls: list[int] = []
+    monkeypatch.setattr(provider_module, "release_free_heap", lambda: calls.append(1))
+    provider = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
+    provider.embed_batch(["one", "two"])  # query-sized: nothing to release
+    assert calls == []
+    provider.embed_batch([f"document {i}" for i in range(12)])
+    assert calls == [1]

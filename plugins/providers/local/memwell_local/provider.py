@@ -23,6 +23,7 @@ from memwell.embeddings import Matrix, Vector
 from memwell.errors import ProviderError, ProviderUnavailableError
 from pydantic import BaseModel, ConfigDict, Field
 
+from .heap import release_free_heap
 from .numpy_bert import NumpyBertEncoder, numpy_bert_dims
 
 if TYPE_CHECKING:
@@ -344,6 +345,8 @@ class SentenceTransformerProvider:
                 f"local embedding failed: {type(exc).__name__}: {exc}", provider=PROVIDER_ID
             ) from exc
         matrix: Matrix = np.asarray(raw, dtype=np.float32).reshape(len(texts), -1)
+        if len(texts) > SMALL_BATCH:
+            release_free_heap()
         return matrix
 
     def cache_key_data(self) -> dict[str, Any]:
