@@ -49,15 +49,25 @@ def _build(
             key="backend",
         )
     cfg = plugin_config(spec.config_model, settings.backends.get(name), f"backends.{name}")
-    ctx = BackendContext(
+    return spec.create(backend_context(workspace, settings, registry, cfg, purpose))
+
+
+def backend_context(
+    workspace: Path,
+    settings: MemwellSettings,
+    registry: PluginRegistry,
+    plugin_config: Any = None,
+    purpose: Literal["default", "status"] = "default",
+) -> BackendContext:
+    """What a backend is built from: the workspace, settings, a fresh embedding runtime."""
+    return BackendContext(
         workspace=workspace,
         settings=settings,
         embeddings=EmbeddingRuntime(settings, registry, workspace),
         registry=registry,
-        plugin_config=cfg,
+        plugin_config=plugin_config,
         purpose=purpose,
     )
-    return spec.create(ctx)
 
 
 def open_memory(

@@ -10,8 +10,7 @@ import memwell_lancedb.plugin as lance_plugin
 import pytest
 from lancedb_helpers import Build
 from memwell.config import load_settings
-from memwell.descriptors import BackendContext
-from memwell.embedding_runtime import EmbeddingRuntime
+from memwell.factory import backend_context
 from memwell.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell_lancedb.config import LanceConfig
@@ -72,14 +71,7 @@ def build(registry: PluginRegistry, tmp_path: Path) -> Iterator[Build]:
             registry=registry,
         )
         config = LanceConfig.model_validate(section)
-        ctx = BackendContext(
-            workspace=workspace,
-            settings=settings,
-            embeddings=EmbeddingRuntime(settings, registry, workspace),
-            registry=registry,
-            plugin_config=config,
-        )
-        manager = LanceMemoryManager(ctx, config)
+        manager = LanceMemoryManager(backend_context(workspace, settings, registry, config), config)
         managers.append(manager)
         return manager
 

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memwell.config import MemwellSettings
@@ -345,19 +346,27 @@ DAMAGE = (
 )
 
 
-@pytest.mark.parametrize("kind", DAMAGE)
-def test_damaged_index_is_detected_and_rebuilt(
-    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    rng = random.Random(f"{SEED}:{kind}")
+def _damaged(
+    tmp_path: Path, kind: str, rng: random.Random, files: int, caplog: pytest.LogCaptureFixture
+) -> tuple[Trials, Any]:
+    """A built workspace of ``files`` files whose current index file got ``kind`` damage."""
     trials = Trials(tmp_path / "ws")
-    trials.write(make_corpus(60, 1, SEED))
+    trials.write(make_corpus(files, 1, SEED))
     snap = trials.build()
     db = IndexDir(index_root(trials.workspace)).current()
     assert db is not None
     damage(db, kind, rng)
     COUNTS["faults injected"] += 1
     caplog.set_level(logging.WARNING)
+    return trials, snap
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_damaged_index_is_detected_and_rebuilt(
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = random.Random(f"{SEED}:{kind}")
+    trials, snap = _damaged(tmp_path, kind, rng, 60, caplog)
     manager = build_manager(trials.workspace, trials.settings, trials.registry)
     try:
         manager.status()
@@ -413,14 +422,7 @@ def test_damaged_index_found_by_a_sync_is_rebuilt_with_a_warning(
     tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     rng = random.Random(f"{SEED}:sync:{kind}")
-    trials = Trials(tmp_path / "ws")
-    trials.write(make_corpus(30, 1, SEED))
-    trials.build()
-    db = IndexDir(index_root(trials.workspace)).current()
-    assert db is not None
-    damage(db, kind, rng)
-    COUNTS["faults injected"] += 1
-    caplog.set_level(logging.WARNING)
+    trials, _ = _damaged(tmp_path, kind, rng, 30, caplog)
     manager = build_manager(trials.workspace, trials.settings, trials.registry)
     try:
         manager.sync()

@@ -27,8 +27,7 @@ from memwell.agent import (
     untrusted_block,
 )
 from memwell.config import load_settings
-from memwell.descriptors import BackendContext
-from memwell.embedding_runtime import EmbeddingRuntime
+from memwell.factory import backend_context
 from memwell.mcp_server import memory_tools
 from memwell.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
@@ -168,14 +167,7 @@ def lance(tmp_path: Path) -> Iterator[tuple[LanceMemoryManager, PluginRegistry]]
         registry=registry,
     )
     config = LanceConfig.model_validate(section)
-    ctx = BackendContext(
-        workspace=workspace,
-        settings=settings_,
-        embeddings=EmbeddingRuntime(settings_, registry, workspace),
-        registry=registry,
-        plugin_config=config,
-    )
-    manager = LanceMemoryManager(ctx, config)
+    manager = LanceMemoryManager(backend_context(workspace, settings_, registry, config), config)
     yield manager, registry
     manager.close()
 
