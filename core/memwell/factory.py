@@ -12,7 +12,7 @@ from typing import Any, Literal
 from .config import MemwellSettings, load_settings, plugin_config
 from .descriptors import BackendContext
 from .embedding_runtime import EmbeddingRuntime
-from .errors import ConfigError
+from .errors import ConfigError, ProviderError
 from .fallback import FallbackMemoryManager
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
@@ -127,8 +127,8 @@ def _open(
     error: BaseException | None = None
     try:
         primary = _build(settings.backend, settings, reg, ws, purpose)
-    except ConfigError:
-        raise
+    except (ConfigError, ProviderError):
+        raise  # not the backend's fault: the builtin backend would fail the same way
     except Exception as exc:
         log.warning("backend %r unavailable (%s); using builtin", settings.backend, exc)
         error = exc

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import BackendUnavailableError, PathNotAllowedError
+from .errors import BackendUnavailableError, PathNotAllowedError, ProviderError
 from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
 from .models import FallbackStatus, MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
 
@@ -18,7 +18,7 @@ class FallbackMemoryManager(BaseMemoryManager):
     """Wrap ``primary``; on its first failure switch to a lazily built fallback for good.
 
     The first exception from the primary (other than a refused path, which is the caller's
-    mistake) closes the primary, records the reason, calls ``on_switch`` (``open_memory`` uses
+    mistake, and a provider error, which the fallback would share) closes the primary, records the reason, calls ``on_switch`` (``open_memory`` uses
     it to evict its cache entry, so the next ``open_memory`` tries the primary again) and
     builds the fallback exactly once. If the fallback cannot be built, the primary's error is
     raised. ``primary=None`` with ``primary_error`` means the primary could not even be created.
@@ -91,8 +91,8 @@ class FallbackMemoryManager(BaseMemoryManager):
         if not self.primary_failed and primary is not None:
             try:
                 return getattr(primary, method)(*args, **kwargs)
-            except PathNotAllowedError:
-                raise
+            except (PathNotAllowedError, ProviderError):
+                raise  # the caller's mistake, or the provider's (the fallback shares it)
             except Exception as exc:
                 self._switch(exc)
         return getattr(self._get_fallback(), method)(*args, **kwargs)

@@ -40,6 +40,8 @@ SUMMARY_KEYS = (
     "crash trials",
     "kills mid-write",
     "corruptions detected",
+    "out-of-space trials",
+    "read-only opens",
     "fuzzed queries",
     "configs fuzzed",
     "transcripts fuzzed",

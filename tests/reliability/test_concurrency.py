@@ -165,7 +165,7 @@ def test_generation_replaced_while_a_reader_opens_it(
     writer = build_manager(workspace, settings, registry)
     writer.sync()
     reader = build_manager(workspace, settings, registry)
-    original_problem = manager_module.file_problem
+    original_problem = manager_module.index_problem
     original_open = SqliteMemoryManager._open_store
     armed = [True]
 
@@ -185,7 +185,7 @@ def test_generation_replaced_while_a_reader_opens_it(
             switch()
         return original_open(self, path)
 
-    monkeypatch.setattr(manager_module, "file_problem", problem)
+    monkeypatch.setattr(manager_module, "index_problem", problem)
     monkeypatch.setattr(SqliteMemoryManager, "_open_store", open_store)
     assert reader.search("meadow valley", min_score=0.0)
     assert not armed[0]

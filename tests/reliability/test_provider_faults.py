@@ -389,3 +389,48 @@ def test_backend_plugin_failures_fall_back_to_builtin(workspace: Path, closing: 
         assert reason in status.fallback.reason
         manager.close()
         COUNTS["plugin faults isolated"] += 1
+
+
+def test_provider_whose_create_raises_never_quarantines_or_falls_back(
+    workspace: Path, closing: None
+) -> None:
+    """Issue 15 item 4: a provider whose ``create`` raises is a provider failure. The healthy
+    index it meets is kept as it is (no ``*.corrupt-*``), and a non-builtin backend that
+    sees the failure does not switch to the builtin one (which would fail the same way)."""
+    from memwell_sqlite.layout import IndexDir
+    from memwell_sqlite.plugin import _create as builtin_create
+
+    buggy = spec_plugin(
+        memwell_embedding_providers=[
+            EmbeddingProviderSpec(id="buggy", create=crash, default_model="m", transport="local")
+        ],
+        memwell_search_backends=[SearchBackend(name="sqlite-alias", create=builtin_create)],
+    )
+    registry = make_registry((buggy, "buggy-plugin"))
+    healthy = build_manager(workspace, make_settings(), registry)
+    healthy.sync()
+    healthy.close()
+    index = IndexDir(workspace / ".memwell")
+    published = index.current()
+    assert published is not None
+    before = snapshot_workspace(workspace)
+
+    manager = build_manager(workspace, make_settings(provider="buggy"), registry)
+    with pytest.raises(ProviderError, match="'buggy' failed to start"):
+        manager.sync()
+    with pytest.raises(ProviderError, match="'buggy'"):
+        manager.search("meadow", min_score=0.0)
+    assert manager.status().custom["recovered"] == []
+    manager.close()
+    assert index.current() == published and snapshot_workspace(workspace) == before
+    assert not list(index.root.glob("*.corrupt-*")), "a healthy index was quarantined"
+
+    wrapped = open_memory(
+        workspace, settings=make_settings(backend="sqlite-alias", provider="buggy"), registry=registry
+    )
+    with pytest.raises(ProviderError, match="'buggy'"):
+        wrapped.sync()
+    status = wrapped.status()
+    assert status.fallback is None, "a provider failure made the backend fall back"
+    assert index.current() == published and not list(index.root.glob("*.corrupt-*"))
+    COUNTS["plugin faults isolated"] += 2

@@ -213,6 +213,7 @@ def _status_lines(status: MemoryStatus) -> list[str]:
         lines.append(f"backend fallback: {fb.from_} -> {fb.to}: {fb.reason}")
     if status.last_sync_error:
         lines.append(f"last error: {status.last_sync_error}")
+    lines += [f"index note: {note}" for note in status.custom.get("index_notes", [])]
     return lines
 
 

@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -56,15 +56,33 @@ def _load_vec(conn: Any, extension_path: str | None) -> tuple[str | None, str | 
         return None, None, f"{type(exc).__name__}: {exc}"
 
 
+def _read_only_uri(path: Path | str, immutable: bool) -> str:
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    return uri + "&immutable=1" if immutable else uri
+
+
 def connect(
-    path: Path | str, *, load_vec: bool = True, extension_path: str | None = None
+    path: Path | str,
+    *,
+    load_vec: bool = True,
+    extension_path: str | None = None,
+    read_only: Literal["", "ro", "immutable"] = "",
 ) -> tuple[Any, DriverInfo]:
-    """Open ``path`` (WAL, busy timeout, NORMAL sync) and try to load sqlite-vec."""
+    """Open ``path`` (WAL, busy timeout, NORMAL sync) and try to load sqlite-vec.
+
+    ``read_only="ro"`` opens with ``mode=ro`` (no writes, WAL still read); ``"immutable"``
+    also tells SQLite the file cannot change, which a WAL database on read-only media needs
+    (there its shared-memory file cannot be created).
+    """
     mod = sqlite_module()
-    conn = mod.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    target = _read_only_uri(path, read_only == "immutable") if read_only else str(path)
+    conn = mod.connect(
+        target, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, uri=bool(read_only)
+    )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    if not read_only:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
     version = path_error = None
     vec_path = None
     if load_vec:

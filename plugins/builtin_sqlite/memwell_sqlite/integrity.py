@@ -1,9 +1,18 @@
-"""Cheap checks that an index file is a whole SQLite database before it is opened."""
+"""Checks that an index file is a whole SQLite database before it is opened.
+
+The header check is cheap and reads the main file alone. When a write-ahead log sits next to
+the file, the main file may legitimately look short (a checkpoint that ran out of disk space
+half way); SQLite, reading through the WAL, then has the final word.
+"""
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
+
+from .driver import connect
+from .faults import Fault, classify
 
 _MAGIC = b"SQLite format 3\x00"
 
@@ -39,3 +48,40 @@ def file_problem(path: Path) -> str | None:
     if size % page_size:
         return f"index file size {size} is not a multiple of its page size {page_size}"
     return None
+
+
+def has_wal(path: Path) -> bool:
+    """Whether ``path`` has a non-empty write-ahead log (data not yet in the main file)."""
+    try:
+        return os.stat(f"{path}-wal").st_size > 0
+    except OSError:
+        return False
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """What ``PRAGMA quick_check`` (run by SQLite, reading the WAL) finds wrong, or ``None``.
+
+    Errors that are not corruption (locked, out of space, read-only) are raised: they say
+    nothing about the file.
+    """
+    conn = None
+    try:
+        conn, _ = connect(path, load_vec=False)
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+    except Exception as exc:
+        if classify(exc) is Fault.CORRUPT:
+            return f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        if conn is not None:
+            conn.close()
+    return None if rows == ["ok"] else "; ".join(rows)
+
+
+def index_problem(path: Path) -> str | None:
+    """Why ``path`` is damaged, or ``None``: the header check, confirmed by SQLite when a WAL
+    may hold what the main file lacks."""
+    problem = file_problem(path)
+    if problem is not None and has_wal(path) and not problem.startswith("cannot read"):
+        return sqlite_problem(path)
+    return problem

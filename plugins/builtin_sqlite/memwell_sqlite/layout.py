@@ -19,6 +19,7 @@ POINTER = "CURRENT"
 LOCK = "write.lock"
 PREFIX = "index-"
 SUFFIX = ".sqlite"
+QUARANTINE = ".corrupt-"
 _SIDECARS = ("", "-wal", "-shm", "-journal")
 
 
@@ -80,6 +81,37 @@ class IndexDir:
         for suffix in _SIDECARS:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{path}{suffix}")
+
+    def writable(self) -> bool:
+        """Whether index files can be written here (false on a read-only copy or mount)."""
+        probe = self.root if self.root.is_dir() else self.root.parent
+        try:
+            if os.statvfs(probe).f_flag & os.ST_RDONLY:
+                return False
+        except OSError:
+            return False
+        return os.access(probe, os.W_OK)
+
+    def quarantine(self, path: Path) -> Path:
+        """Move a damaged generation aside, its WAL with it, and keep only this one copy.
+
+        Older quarantined copies are deleted, so repeated damage never fills the disk.
+        Returns the quarantined path.
+        """
+        target = path.with_name(f"{path.name}{QUARANTINE}{int(time.time() * 1000)}")
+        for old in self.root.glob(f"{PREFIX}*{QUARANTINE}*"):
+            with contextlib.suppress(FileNotFoundError):
+                old.unlink()
+        for suffix in _SIDECARS:
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(f"{path}{suffix}", f"{target}{suffix}")
+        return target
+
+    def forget_missing(self) -> None:
+        """Remove a pointer naming a file that is gone (call while holding the lock)."""
+        if self._pointer() is not None and self.current() is None:
+            with contextlib.suppress(FileNotFoundError):
+                (self.root / POINTER).unlink()
 
     def cleanup(self) -> list[Path]:
         """Delete every generation except the current one (call while holding the lock).

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,24 +32,21 @@ from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.paths import read_memory_file
 
 from .config import BuiltinConfig
+from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
 from .indexer import FTS_ONLY_MODEL, Indexer, scope_hash, sessions_dir
-from .integrity import file_problem
+from .integrity import index_problem
 from .layout import IndexDir
 from .search import Searcher
 from .store import SCHEMA_VERSION, IndexStore
+from .sync_gate import SyncGate
 from .vectors import VectorIndex
 from .watcher import MemoryWatcher
 
 log = logging.getLogger(__name__)
 
-_CORRUPT = re.compile(r"malformed|not a database|corrupt|disk image|file is encrypted", re.I)
-#: Errors that are not the index file's fault (it must not be quarantined for them).
-_TRANSIENT = re.compile(
-    r"locked|busy|unable to open|out of memory|interrupt|too many open|read-?only|permission"
-    r"|disk is full|disk I/O",
-    re.I,
-)
 _EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
+#: An opened index file and its metadata, or why the file is damaged.
+Opened = tuple[IndexStore, dict[str, Any] | None] | str
 
 
 class SqliteMemoryManager(BaseMemoryManager):
@@ -78,7 +74,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._reader_meta: dict[str, Any] | None = None
         self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
         self._read_lock = threading.RLock()
-        self._sync_lock = threading.Lock()
+        self._gate = SyncGate()
         self._state_lock = threading.Lock()
         self._background: threading.Thread | None = None
         self._warm_sessions: set[str] = set()
@@ -89,6 +85,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.last_sync_error: str | None = None
         self.last_search_error: str | None = None
         self.recovered: list[str] = []
+        #: Damage a reader found in a published file, left for the next sync to repair.
+        self.damage: tuple[Path, str] | None = None
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
         if self.purpose == "default":
@@ -109,6 +107,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             self._watcher = MemoryWatcher(
                 self.workspace,
                 self._watch_roots(),
+                ignore=[self.index_dir.root],
                 on_dirty=self._mark_dirty,
                 on_change=lambda: self.sync(reason="watch"),
                 debounce_s=sync_cfg.watch_debounce_ms / 1000,
@@ -149,33 +148,62 @@ class SqliteMemoryManager(BaseMemoryManager):
 
     # -- index files ------------------------------------------------------------------------
 
-    def _open_store(self, path: Path) -> IndexStore:
+    def _open_store(self, path: Path, *, read_only: bool = False) -> IndexStore:
         vector = self.settings.store.vector
         return IndexStore(
             path,
             tokenizer=self.settings.store.fts.tokenizer,
             vector_enabled=vector.enabled,
             extension_path=vector.extension_path,
+            read_only=read_only,
         )
 
-    def _quarantine(self, path: Path, problem: str) -> None:
-        target = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-        log.warning("memwell: index %s is damaged (%s); rebuilding from Markdown", path, problem)
-        self.recovered.append(f"{path.name}: {problem}")
-        try:
-            path.rename(target)
-        except OSError:
-            self.index_dir.discard(path)
+    def _open_checked(self, path: Path) -> Opened:
+        """Open a published index file and read its metadata, or say why it is damaged.
 
-    def _drop_damaged_reader(self, problem: str) -> None:
-        """Quarantine the reader's file after a query found it damaged (hold ``_read_lock``)."""
+        Damage is what SQLite sees (the WAL included): a bad header without a WAL, a failed
+        ``quick_check`` with one, corruption errors while opening. Every other error (locked,
+        out of space, read-only, a provider failure) is raised: it is not the file's fault.
+        An index directory that cannot be written is opened read-only.
+        """
+        problem = index_problem(path)
+        if problem is not None:
+            return problem
+        store = None
+        try:
+            store = self._open_store(path, read_only=not self.index_dir.writable())
+            return store, store.read_meta()
+        except Exception as exc:
+            if store is not None:
+                store.close()
+            if classify(exc) is not Fault.CORRUPT:
+                raise
+            return f"{type(exc).__name__}: {exc}"
+
+    def _close_reader(self) -> None:
+        """Drop the reader's connection (hold ``_read_lock``)."""
         if self._reader is not None:
-            self._quarantine(self._reader.path, problem)
             self._reader.close()
             self._reader = None
             self._reader_meta = None
             self.vectors.invalidate()
+
+    def _found_damage(self, path: Path, problem: str) -> None:
+        """Note damage in a published file; only a sync (holding the write lock) moves it
+        aside, so reading (``status``, ``search --no-sync``) never changes the index."""
+        if self.damage is None or self.damage[0] != path:
+            log.warning("memwell: index %s is damaged (%s); the next sync rebuilds it", path, problem)
+        self.damage = (path, problem)
         self.dirty = True
+
+    def _query_failed(self, exc: Exception) -> None:
+        """Judge an error raised by a query on the reader (hold ``_read_lock``): corruption
+        is noted for the next sync and the reader dropped; anything else is re-raised."""
+        if classify(exc) is not Fault.CORRUPT:
+            raise exc
+        if self._reader is not None:
+            self._found_damage(self._reader.path, f"{type(exc).__name__}: {exc}")
+        self._close_reader()
 
     def _reader_store(self) -> IndexStore | None:
         """The store of the published generation (reopened when it changes).
@@ -188,38 +216,32 @@ class SqliteMemoryManager(BaseMemoryManager):
             current = self.index_dir.current()
             if self._reader is not None and current == self._reader.path:
                 return self._reader
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
-                self._reader_meta = None
-                self.vectors.invalidate()
+            self._close_reader()
             if current is None:
                 return None
-            problem = file_problem(current)
-            store = None
-            error: Exception | None = None
-            if problem is None:
-                try:
-                    store = self._open_store(current)
-                    self._reader_meta = store.read_meta()
-                except Exception as exc:
-                    if store is not None:
-                        store.close()
-                    store, error = None, exc
-                    problem = f"{type(exc).__name__}: {exc}"
+            try:
+                opened = self._open_checked(current)
+            except Exception:
+                if self.index_dir.current() != current:
+                    continue
+                raise
             if self.index_dir.current() != current:  # switched while opening: try again
-                if store is not None:
-                    store.close()
-                self._reader_meta = None
+                if not isinstance(opened, str):
+                    opened[0].close()
                 continue
-            if error is not None and _TRANSIENT.search(str(error)):
-                raise error  # not the file's fault: never quarantine a healthy index
-            if store is None:
-                self._quarantine(current, problem or "unreadable")
+            if isinstance(opened, str):
+                self._found_damage(current, opened)
                 return None
-            self._reader = store
-            return store
+            self._reader, self._reader_meta = opened
+            return self._reader
         return None
+
+    def _quarantine(self, path: Path, problem: str) -> None:
+        """Move a damaged published file aside (hold the write lock); a rebuild follows."""
+        log.warning("memwell: index %s is damaged (%s); rebuilding from Markdown", path, problem)
+        self.recovered.append(f"{path.name}: {problem}")
+        self.index_dir.quarantine(path)
+        self.damage = None
 
     def _expected_meta(self) -> dict[str, Any]:
         """What the index metadata must say for this configuration (cached per provider)."""
@@ -267,57 +289,59 @@ class SqliteMemoryManager(BaseMemoryManager):
         force: bool = False,
         progress: ProgressCallback | None = None,
     ) -> None:
-        """Bring the index up to date; concurrent calls join the running sync."""
+        """Bring the index up to date.
+
+        A call made while another sync runs waits for it and then gets a scan of its own
+        (shared with the other calls that waited meanwhile), so no edit made during a sync
+        is left unindexed.
+        """
         if self.closed:
             raise BackendUnavailableError("memory manager is closed")
-        if not self._sync_lock.acquire(blocking=False):
-            with self._sync_lock:  # join: wait for the running sync, then return
-                if not force:
-                    return
-                self._sync_locked(reason, force, progress)
-                return
-        try:
-            self._sync_locked(reason, force, progress)
-        finally:
-            self._sync_lock.release()
+        self._gate.run(lambda forced: self._sync_locked(forced, progress), force=force)
 
-    def _sync_locked(self, reason: str, force: bool, progress: ProgressCallback | None) -> None:
+    def _sync_locked(self, force: bool, progress: ProgressCallback | None) -> None:
         try:
-            self._sync_once(force, progress)
-        except Exception as exc:
-            if (
-                isinstance(exc, ProviderError) or _EMBEDDING_ERROR.search(str(exc))
-            ) and self.runtime.activate_fallback(str(exc)):
+            try:
+                self._sync_once(force, progress)
+            except Exception as exc:
+                if not (
+                    isinstance(exc, ProviderError) or _EMBEDDING_ERROR.search(str(exc))
+                ) or not self.runtime.activate_fallback(str(exc)):
+                    raise
                 log.warning("memwell: embedding provider failed (%s); using fallback", exc)
                 self._sync_once(True, progress)
-            else:
-                self.last_sync_error = f"{type(exc).__name__}: {exc}"
-                raise
+        except Exception as exc:
+            if classify(exc) is Fault.FULL:
+                full = disk_full_error(exc, str(self.index_dir.root))
+                self.last_sync_error = str(full)
+                raise full from exc
+            self.last_sync_error = f"{type(exc).__name__}: {exc}"
+            raise
         self.last_sync_error = None
 
     def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
+        if not self.index_dir.writable():
+            raise IndexReadOnlyError(
+                f"index directory {self.index_dir.root} is read-only: cannot sync "
+                "(search the existing index with --no-sync)"
+            )
         self.dirty = False
         with self.index_dir.write_lock():
             self.index_dir.cleanup()  # generations left by a writer that crashed
+            self.index_dir.forget_missing()
             current = self.index_dir.current()
-            reason = "forced" if force else None
-            store = None
-            if current is not None and file_problem(current) is None:
-                try:
-                    store = self._open_store(current)
-                    reason = reason or self._needs_full(store.read_meta(), store)
-                except Exception as exc:
-                    if store is not None:
-                        store.close()
-                    store = None
-                    if _TRANSIENT.search(str(exc)):
-                        raise  # not the file's fault: never quarantine a healthy index
-                    self._quarantine(current, f"{type(exc).__name__}: {exc}")
-                    current = None
-            elif current is not None:
-                self._quarantine(current, file_problem(current) or "unreadable")
-                current = None
+            opened: Opened | None = None
+            if current is not None:
+                known = self.damage
+                opened = known[1] if known and known[0] == current else self._open_checked(current)
+                if isinstance(opened, str):
+                    self._quarantine(current, opened)
+                    current, opened = None, None
+            store = opened[0] if opened is not None else None
             try:
+                reason = "forced" if force else None
+                if opened is not None and reason is None:
+                    reason = self._needs_full(opened[1], opened[0])
                 if store is None or reason is not None:
                     if store is not None:
                         store.close()
@@ -329,11 +353,11 @@ class SqliteMemoryManager(BaseMemoryManager):
                             full=False, progress=progress
                         )
                     except Exception as exc:
-                        if not _CORRUPT.search(str(exc)):
+                        if classify(exc) is not Fault.CORRUPT:
                             raise
                         store.close()
-                        self._quarantine(store.path, str(exc))
                         store = None
+                        self._quarantine(current, f"{type(exc).__name__}: {exc}")
                         self._full_reindex(None, progress)
             finally:
                 if store is not None:
@@ -350,7 +374,7 @@ class SqliteMemoryManager(BaseMemoryManager):
                 try:
                     store.copy_cache_from(old)
                 except Exception as exc:
-                    if not _CORRUPT.search(str(exc)):
+                    if classify(exc) is not Fault.CORRUPT:
                         raise
                     log.warning("memwell: not reusing the damaged embedding cache: %s", exc)
             Indexer(store, self.settings, self.runtime, self.workspace).run(
@@ -371,9 +395,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.index_dir.publish(new_path)
         with self._read_lock:
             if self._reader is not None and self._reader.path != new_path:
-                self._reader.close()
-                self._reader = None
-                self._reader_meta = None
+                self._close_reader()
         self.index_dir.cleanup()
 
     # -- search -----------------------------------------------------------------------------
@@ -384,9 +406,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             try:
                 empty = store is None or not store.has_chunks()
             except Exception as exc:
-                if not _CORRUPT.search(str(exc)):
-                    raise
-                self._drop_damaged_reader(str(exc))
+                self._query_failed(exc)
                 empty = True
         if empty and (
             list_memory_files(self.workspace, self.settings.extra_paths)
@@ -426,11 +446,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         try:
             return self._search(text, limit, floor, wanted, provider is not None)
         except Exception as exc:
-            if not _CORRUPT.search(str(exc)):
-                raise
             with self._read_lock:
-                self._drop_damaged_reader(str(exc))
-            self.sync(reason="recover", force=True)
+                self._query_failed(exc)
+            self.sync(reason="recover")
             return self._search(text, limit, floor, wanted, provider is not None)
 
     def _search(
@@ -522,9 +540,7 @@ class SqliteMemoryManager(BaseMemoryManager):
                 vector_count = store.vector_count() if store is not None else 0
                 cache_entries = store.cache_count() if store is not None else 0
             except Exception as exc:
-                if not _CORRUPT.search(str(exc)):
-                    raise
-                self._drop_damaged_reader(str(exc))
+                self._query_failed(exc)
                 store, counts, vector_count, cache_entries = None, [], 0, 0
             meta = self._reader_meta or {}
             info = store.info if store is not None else None
@@ -536,6 +552,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
             engine = self.vectors.active_engine(store) if store is not None else None
             db_path = str(store.path) if store is not None else None
+            notes = self._index_notes(store)
         fields = self._provider_fields()
         has_vectors = fields.get("search_mode") not in ("fts-only", "disabled")
         if has_vectors and meta:
@@ -585,9 +602,24 @@ class SqliteMemoryManager(BaseMemoryManager):
                 "batch": vars(self.runtime.batch).copy(),
                 "recovered": list(self.recovered),
                 "generation_file": Path(db_path).name if db_path else None,
+                "access": store.access if store is not None else None,
+                "index_notes": notes,
             },
             **fields,
         )
+
+    def _index_notes(self, store: IndexStore | None) -> list[str]:
+        """What the user must know about the index files: read-only access, damage found."""
+        notes: list[str] = []
+        if store is not None and store.access != "read-write":
+            notes.append(
+                f"index opened {store.access}: {self.index_dir.root} cannot be written; "
+                "searching the existing index, syncs are refused"
+            )
+        if self.damage is not None:
+            path, problem = self.damage
+            notes.append(f"{path.name} is damaged ({problem}); the next sync rebuilds it")
+        return notes
 
     def probe_embedding(self) -> ProbeResult:
         try:
@@ -625,10 +657,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         background = self._background
         if background is not None:
             background.join(timeout=30)
-        with self._sync_lock, self._read_lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+        self._gate.wait_idle(timeout=600)
+        with self._read_lock:
+            self._close_reader()
 
 
 def _to_result(c: Candidate) -> MemorySearchResult:

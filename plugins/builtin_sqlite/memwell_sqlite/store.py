@@ -16,6 +16,7 @@ from memwell.retrieval.cjk import segment_for_index
 from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score
 
 from .driver import DriverInfo, connect
+from .faults import IndexDamagedError
 
 META_KEY = "memwell_index_meta_v1"
 SCHEMA_VERSION = 1
@@ -77,18 +78,42 @@ class IndexStore:
         tokenizer: str = "unicode61",
         vector_enabled: bool = True,
         extension_path: str | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = path
         self.tokenizer = tokenizer
-        self.conn, self.driver = connect(
-            path, load_vec=vector_enabled, extension_path=extension_path
-        )
+        #: ``"read-write"``, ``"read-only"`` (``mode=ro``) or ``"immutable"``.
+        self.access = "read-only" if read_only else "read-write"
         self.fts_error: str | None = None
         self._stats_version = -1
         self._stats: dict[str, int] = {}
-        self.conn.executescript(_SCHEMA)
-        self._create_fts()
+        if read_only:
+            self._connect_read_only(vector_enabled, extension_path)
+        else:
+            self.conn, self.driver = connect(
+                path, load_vec=vector_enabled, extension_path=extension_path
+            )
+            self.conn.executescript(_SCHEMA)
+            self._create_fts()
         self.vec_dims = self._existing_vec_dims()
+
+    def _connect_read_only(self, vector_enabled: bool, extension_path: str | None) -> None:
+        """Open without writing anything: ``mode=ro``, else ``immutable`` (read-only media)."""
+        try:
+            self.conn, self.driver = connect(
+                self.path, load_vec=vector_enabled, extension_path=extension_path, read_only="ro"
+            )
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except Exception:
+            self.conn, self.driver = connect(
+                self.path,
+                load_vec=vector_enabled,
+                extension_path=extension_path,
+                read_only="immutable",
+            )
+            self.access = "immutable"
+        if self._table_sql("chunks_fts") is None:
+            self.fts_error = "the read-only index has no FTS table"
 
     @property
     def info(self) -> DriverInfo:
@@ -108,15 +133,16 @@ class IndexStore:
     def fts_available(self) -> bool:
         return self.fts_error is None
 
+    def _table_sql(self, name: str) -> str | None:
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
     def _existing_vec_dims(self) -> int | None:
         if not self.driver.vec_loaded:
             return None
-        row = self.conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'"
-        ).fetchone()
-        if row is None:
+        sql = self._table_sql("chunks_vec")
+        if sql is None:
             return None
-        sql = str(row[0])
         start = sql.index("float[") + len("float[")
         return int(sql[start : sql.index("]", start)])
 
@@ -140,7 +166,12 @@ class IndexStore:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
         if row is None:
             return None
-        data: dict[str, Any] = json.loads(row[0])
+        try:
+            data = json.loads(row[0])
+        except ValueError as exc:
+            raise IndexDamagedError(f"index metadata is unreadable: {exc}") from exc
+        if not isinstance(data, dict):
+            raise IndexDamagedError("index metadata is not an object")
         return data
 
     def write_meta(self, meta: dict[str, Any]) -> None:

@@ -33,9 +33,11 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
+        if event.is_directory and event.event_type == "modified":
+            return  # echoes a change of one of its entries, which has an event of its own
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = raw.decode() if isinstance(raw, bytes) else raw
-            if not path:
+            if not path or self.watcher.ignores(Path(path)):
                 continue
             if event.is_directory and event.event_type == "created":
                 self.watcher.on_directory_created(Path(path))
@@ -54,9 +56,12 @@ class MemoryWatcher:
         on_dirty: Callable[[], None],
         on_change: Callable[[], None],
         debounce_s: float,
+        ignore: Iterable[Path] = (),
     ) -> None:
         self.workspace = workspace
         self.roots = [r for r in roots if r.is_dir()]
+        #: Directories whose events never count (the index directory: its own writes).
+        self.ignored = [p.resolve() for p in ignore]
         self.on_dirty = on_dirty
         self.on_change = on_change
         self.debounce_s = debounce_s
@@ -77,6 +82,11 @@ class MemoryWatcher:
         self._handler = handler
         observer.start()
         self._observer = observer
+
+    def ignores(self, path: Path) -> bool:
+        """Whether ``path`` is one of the ignored directories or inside one."""
+        resolved = path.resolve()
+        return any(resolved == d or d in resolved.parents for d in self.ignored)
 
     def on_directory_created(self, path: Path) -> None:
         """Start watching ``memory/`` if it appears after the watcher started."""
