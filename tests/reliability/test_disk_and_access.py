@@ -28,6 +28,7 @@ from memwell_sqlite.layout import IndexDir
 from memwell_sqlite.manager import SqliteMemoryManager
 from reliability_helpers import (
     COUNTS,
+    Snapshot,
     build_manager,
     disk_files,
     expected_snapshot,
@@ -113,16 +114,24 @@ class Workspace:
         write_files(self.workspace, files)
         self.texts.update({sha256(t): t for t in files.values()})
 
-    def serves(self, manager: SqliteMemoryManager, rng: random.Random) -> None:
-        """Searches find sampled files of the published index by their indexed codeword."""
-        current = self.index.current()
-        assert current is not None, "no published index"
-        snap = snapshot_file(current)
+    def serves(
+        self, manager: SqliteMemoryManager, rng: random.Random, snap: Snapshot | None = None
+    ) -> None:
+        """Searches find sampled files of ``snap`` (default: the published index) by the
+        codeword they were indexed with, or (a sync that stopped part way) their new one."""
+        if snap is None:
+            current = self.index.current()
+            assert current is not None, "no published index"
+            snap = snapshot_file(current)
         for key in rng.sample(sorted(snap.files), 4):
-            word = CODEWORD.search(self.texts[snap.files[key]])
-            assert word is not None
-            hits = manager.search(word.group(1), min_score=0.0)
-            assert key.split(":", 1)[1] in [hit.path for hit in hits[:3]], word.group(1)
+            path = key.split(":", 1)[1]
+            texts = (self.texts[snap.files[key]], (self.workspace / path).read_text("utf-8"))
+            found = []
+            for text in texts:
+                word = CODEWORD.search(text)
+                assert word is not None
+                found += [hit.path for hit in manager.search(word.group(1), min_score=0.0)[:3]]
+            assert path in found, (path, found)
 
 
 @pytest.mark.parametrize("mode", ["incremental", "forced"])
@@ -136,6 +145,9 @@ def test_out_of_space_keeps_the_old_index_serving(
     built.sync()
     built.close()
     for trial, leave in enumerate((0, 8192, 40_000, 120_000, 400_000)):
+        current = ws.index.current()
+        assert current is not None
+        published = snapshot_file(current)
         ws.write(make_corpus(FILES, trial + 2, SEED))
         filler = fill(small_fs, leave)
         manager = ws.manager()
@@ -150,12 +162,12 @@ def test_out_of_space_keeps_the_old_index_serving(
             COUNTS["out-of-space trials"] += 1
             assert ws.quarantined() == [], f"leave={leave}: a healthy index was quarantined"
             assert manager.status().custom["recovered"] == []
-            ws.serves(manager, rng)
+            ws.serves(manager, rng, published)
         finally:
             manager.close()
         reopened = ws.manager()  # a new process's view: opens as-is, nothing quarantined
         try:
-            ws.serves(reopened, rng)
+            ws.serves(reopened, rng, published)
             assert reopened.status().custom["recovered"] == [] and ws.quarantined() == []
         finally:
             reopened.close()
@@ -302,7 +314,7 @@ def test_index_after_a_quarantine_whose_rebuild_fails_says_so(
 
 
 @pytest.fixture
-def read_only_index(tmp_path: Path) -> Iterator[tuple[Workspace, str]]:
+def read_only_index(tmp_path: Path) -> Iterator[tuple[Workspace, str, Snapshot]]:
     """A built index in a directory that cannot be written: a tmpfs remounted read-only
     (root), else a directory without write permission."""
     mnt = tmp_path / "ro"
@@ -315,6 +327,9 @@ def read_only_index(tmp_path: Path) -> Iterator[tuple[Workspace, str]]:
     manager = ws.manager()
     manager.sync()
     manager.close()
+    current = ws.index.current()
+    assert current is not None
+    snap = snapshot_file(current)
     if mounted:
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         how = "read-only mount"
@@ -322,7 +337,7 @@ def read_only_index(tmp_path: Path) -> Iterator[tuple[Workspace, str]]:
         ws.index.root.chmod(stat.S_IRUSR | stat.S_IXUSR)
         how = "directory without write permission"
     try:
-        yield ws, how
+        yield ws, how, snap
     finally:
         if mounted:
             subprocess.run(["umount", "-l", str(mnt)], check=False)
@@ -331,13 +346,13 @@ def read_only_index(tmp_path: Path) -> Iterator[tuple[Workspace, str]]:
 
 
 def test_a_read_only_index_directory_is_searched(
-    read_only_index: tuple[Workspace, str], capsys: pytest.CaptureFixture[str]
+    read_only_index: tuple[Workspace, str, Snapshot], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ws, how = read_only_index
+    ws, how, snap = read_only_index
     rng = random.Random(SEED)
     manager = ws.manager()
     try:
-        ws.serves(manager, rng)
+        ws.serves(manager, rng, snap)
         status = manager.status()
         assert status.files == FILES, how
         assert status.custom["access"] in ("read-only", "immutable"), how

@@ -93,11 +93,15 @@ class IndexDir:
         return os.access(probe, os.W_OK)
 
     def quarantine(self, path: Path) -> Path:
-        """Move a damaged generation aside, its WAL with it, and keep only this one copy.
+        """Move a damaged generation aside, its WAL with it, and keep only this one copy
+        (call while holding the lock).
 
-        Older quarantined copies are deleted, so repeated damage never fills the disk.
+        Older quarantined copies are deleted, so repeated damage never fills the disk. A
+        pointer naming ``path`` is removed: until a rebuild publishes, there is no index.
         Returns the quarantined path.
         """
+        if self._pointer() == path.name:
+            (self.root / POINTER).unlink()
         target = path.with_name(f"{path.name}{QUARANTINE}{int(time.time() * 1000)}")
         for old in self.root.glob(f"{PREFIX}*{QUARANTINE}*"):
             with contextlib.suppress(FileNotFoundError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,6 +45,8 @@ from .watcher import MemoryWatcher
 
 log = logging.getLogger(__name__)
 
+#: Below this much free space an I/O error while writing the index is reported as a full disk.
+LOW_SPACE_BYTES = 1 << 20
 _EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
 #: An opened index file and its metadata, or why the file is damaged.
 Opened = tuple[IndexStore, dict[str, Any] | None] | str
@@ -87,6 +90,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.recovered: list[str] = []
         #: Damage a reader found in a published file, left for the next sync to repair.
         self.damage: tuple[Path, str] | None = None
+        #: Why the published index was opened read-only, if it was.
+        self.access_reason: str | None = None
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
         if self.purpose == "default":
@@ -169,16 +174,30 @@ class SqliteMemoryManager(BaseMemoryManager):
         problem = index_problem(path)
         if problem is not None:
             return problem
-        store = None
+        writable = self.index_dir.writable()
+        self.access_reason = None if writable else "the index directory is read-only"
         try:
-            store = self._open_store(path, read_only=not self.index_dir.writable())
-            return store, store.read_meta()
+            return self._open_with_meta(path, read_only=not writable)
         except Exception as exc:
-            if store is not None:
-                store.close()
-            if classify(exc) is not Fault.CORRUPT:
+            fault = classify(exc)
+            if fault is Fault.CORRUPT:
+                return f"{type(exc).__name__}: {exc}"
+            if not writable or fault not in (Fault.FULL, Fault.TRANSIENT):
                 raise
-            return f"{type(exc).__name__}: {exc}"
+            try:  # e.g. a full disk: no room for SQLite's shared-memory file
+                opened = self._open_with_meta(path, read_only=True)
+            except Exception:
+                raise exc from None
+            self.access_reason = f"opening it for writing failed: {type(exc).__name__}: {exc}"
+            return opened
+
+    def _open_with_meta(self, path: Path, *, read_only: bool) -> tuple[IndexStore, Any]:
+        store = self._open_store(path, read_only=read_only)
+        try:
+            return store, store.read_meta()
+        except BaseException:
+            store.close()
+            raise
 
     def _close_reader(self) -> None:
         """Drop the reader's connection (hold ``_read_lock``)."""
@@ -199,8 +218,10 @@ class SqliteMemoryManager(BaseMemoryManager):
     def _query_failed(self, exc: Exception) -> None:
         """Judge an error raised by a query on the reader (hold ``_read_lock``): corruption
         is noted for the next sync and the reader dropped; anything else is re-raised."""
-        if classify(exc) is not Fault.CORRUPT:
-            raise exc
+        if classify(exc) is not Fault.CORRUPT or (
+            self._reader is not None and self._reader.access != "read-write"
+        ):
+            raise exc  # a read-only view cannot tell damage from a WAL it did not read
         if self._reader is not None:
             self._found_damage(self._reader.path, f"{type(exc).__name__}: {exc}")
         self._close_reader()
@@ -311,13 +332,23 @@ class SqliteMemoryManager(BaseMemoryManager):
                 log.warning("memwell: embedding provider failed (%s); using fallback", exc)
                 self._sync_once(True, progress)
         except Exception as exc:
-            if classify(exc) is Fault.FULL:
+            if self._out_of_space(exc):
                 full = disk_full_error(exc, str(self.index_dir.root))
                 self.last_sync_error = str(full)
                 raise full from exc
             self.last_sync_error = f"{type(exc).__name__}: {exc}"
             raise
         self.last_sync_error = None
+
+    def _out_of_space(self, exc: BaseException) -> bool:
+        """Whether a failed sync ran out of disk space (SQLite may call it an I/O error)."""
+        fault = classify(exc)
+        if fault is Fault.TRANSIENT and isinstance(exc, Exception):
+            try:
+                return shutil.disk_usage(self.index_dir.root).free < LOW_SPACE_BYTES
+            except OSError:
+                return False
+        return fault is Fault.FULL
 
     def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
         if not self.index_dir.writable():
@@ -613,8 +644,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         notes: list[str] = []
         if store is not None and store.access != "read-write":
             notes.append(
-                f"index opened {store.access}: {self.index_dir.root} cannot be written; "
-                "searching the existing index, syncs are refused"
+                f"index opened {store.access} ({self.access_reason}): searching the "
+                f"existing index in {self.index_dir.root}; it cannot be written or synced"
             )
         if self.damage is not None:
             path, problem = self.damage
