@@ -180,10 +180,10 @@ def test_generation_replaced_while_a_reader_opens_it(
             switch()
         return original_problem(path)
 
-    def open_store(self: SqliteMemoryManager, path: Path) -> object:
+    def open_store(self: SqliteMemoryManager, path: Path, **kwargs: bool) -> object:
         if stage == "open" and self is reader:
             switch()
-        return original_open(self, path)
+        return original_open(self, path, **kwargs)
 
     monkeypatch.setattr(manager_module, "index_problem", problem)
     monkeypatch.setattr(SqliteMemoryManager, "_open_store", open_store)

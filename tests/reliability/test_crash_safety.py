@@ -398,11 +398,11 @@ def test_transient_open_error_does_not_quarantine_a_healthy_index(
     original = SqliteMemoryManager._open_store
     calls = [0]
 
-    def locked_once(self: SqliteMemoryManager, path: Path) -> object:
+    def locked_once(self: SqliteMemoryManager, path: Path, **kwargs: bool) -> object:
         calls[0] += 1
         if calls[0] == 1:
             raise sqlite_module().OperationalError("database is locked")
-        return original(self, path)
+        return original(self, path, **kwargs)
 
     monkeypatch.setattr(SqliteMemoryManager, "_open_store", locked_once)
     manager = build_manager(trials.workspace, trials.settings, trials.registry)

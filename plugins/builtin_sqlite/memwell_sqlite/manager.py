@@ -179,12 +179,11 @@ class SqliteMemoryManager(BaseMemoryManager):
         try:
             return self._open_with_meta(path, read_only=not writable)
         except Exception as exc:
-            fault = classify(exc)
-            if fault is Fault.CORRUPT:
+            if classify(exc) is Fault.CORRUPT:
                 return f"{type(exc).__name__}: {exc}"
-            if not writable or fault not in (Fault.FULL, Fault.TRANSIENT):
+            if not writable or not self._out_of_space(exc):
                 raise
-            try:  # e.g. a full disk: no room for SQLite's shared-memory file
+            try:  # no room for SQLite's shared-memory file: read what is there
                 opened = self._open_with_meta(path, read_only=True)
             except Exception:
                 raise exc from None
@@ -341,9 +340,10 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.last_sync_error = None
 
     def _out_of_space(self, exc: BaseException) -> bool:
-        """Whether a failed sync ran out of disk space (SQLite may call it an I/O error)."""
+        """Whether an index write failed for lack of disk space (SQLite may report a full
+        disk as an I/O error, e.g. when its shared-memory file cannot grow)."""
         fault = classify(exc)
-        if fault is Fault.TRANSIENT and isinstance(exc, Exception):
+        if fault is Fault.TRANSIENT:
             try:
                 return shutil.disk_usage(self.index_dir.root).free < LOW_SPACE_BYTES
             except OSError:
