@@ -46,9 +46,9 @@ def _collect(dataset_dir: Path, split: str) -> tuple[list[QueryData], list[str]]
     settings = load_settings(workspace, overrides=overrides)
     manager: Any = open_memory(workspace, settings=settings)
     manager.sync(reason="study")
-    with manager._read_lock:
-        store = manager._reader_store()
-        model = manager._reader_meta["model"]
+    with manager.files.lock:
+        store = manager.files.reader_store()
+        model = manager.files.reader_meta["model"]
     rowids, matrix = manager.vectors._matrix_for(store, model, manager.generation)
     position = {int(r): i for i, r in enumerate(rowids)}
     rows = store.conn.execute("SELECT rowid, id, path FROM chunks").fetchall()

@@ -18,9 +18,10 @@ class FallbackMemoryManager(BaseMemoryManager):
     """Wrap ``primary``; on its first failure switch to a lazily built fallback for good.
 
     The first exception from the primary (other than a refused path, which is the caller's
-    mistake, and a provider error, which the fallback would share) closes the primary, records the reason, calls ``on_switch`` (``open_memory`` uses
-    it to evict its cache entry, so the next ``open_memory`` tries the primary again) and
-    builds the fallback exactly once. If the fallback cannot be built, the primary's error is
+    mistake, and a provider error, which the fallback would share) closes the primary,
+    records the reason, calls ``on_switch`` (``open_memory`` uses it to evict its cache
+    entry, so the next ``open_memory`` tries the primary again) and builds the fallback
+    exactly once. If the fallback cannot be built, the primary's error is
     raised. ``primary=None`` with ``primary_error`` means the primary could not even be created.
     """
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from memwell.config import MemwellSettings
-from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.descriptors import BackendContext
+from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider
 from memwell_sqlite.manager import SqliteMemoryManager
@@ -120,9 +120,7 @@ def _wait_for(predicate: object, timeout: float) -> bool:
 
 
 @pytest.mark.parametrize("index_dir", [".memwell", "idx", "memory/idx"])
-def test_watcher_ignores_events_in_its_own_index_directory(
-    workspace: Path, index_dir: str
-) -> None:
+def test_watcher_ignores_events_in_its_own_index_directory(workspace: Path, index_dir: str) -> None:
     dirty: list[float] = []
     root = workspace / index_dir
     watcher = MemoryWatcher(

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from memwell_sqlite.index_files import PublishedIndex
 from memwell_sqlite.manager import SqliteMemoryManager
 from reliability_helpers import (
     COUNTS,
@@ -157,7 +158,7 @@ def test_generation_replaced_while_a_reader_opens_it(
 ) -> None:
     """Deterministic versions of the races above: the generation a reader is about to check
     or open is published over and deleted by a writer in between."""
-    import memwell_sqlite.manager as manager_module
+    import memwell_sqlite.index_files as index_files_module
 
     workspace = tmp_path / "ws"
     write_files(workspace, make_corpus(20, 1, SEED))
@@ -165,8 +166,8 @@ def test_generation_replaced_while_a_reader_opens_it(
     writer = build_manager(workspace, settings, registry)
     writer.sync()
     reader = build_manager(workspace, settings, registry)
-    original_problem = manager_module.index_problem
-    original_open = SqliteMemoryManager._open_store
+    original_problem = index_files_module.index_problem
+    original_open = PublishedIndex.open_store
     armed = [True]
 
     def switch() -> None:
@@ -180,13 +181,13 @@ def test_generation_replaced_while_a_reader_opens_it(
             switch()
         return original_problem(path)
 
-    def open_store(self: SqliteMemoryManager, path: Path, **kwargs: bool) -> object:
-        if stage == "open" and self is reader:
+    def open_store(self: PublishedIndex, path: Path, **kwargs: bool) -> object:
+        if stage == "open" and self is reader.files:
             switch()
         return original_open(self, path, **kwargs)
 
-    monkeypatch.setattr(manager_module, "index_problem", problem)
-    monkeypatch.setattr(SqliteMemoryManager, "_open_store", open_store)
+    monkeypatch.setattr(index_files_module, "index_problem", problem)
+    monkeypatch.setattr(PublishedIndex, "open_store", open_store)
     assert reader.search("meadow valley", min_score=0.0)
     assert not armed[0]
     assert reader.status().custom["recovered"] == []

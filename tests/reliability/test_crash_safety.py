@@ -25,8 +25,8 @@ import pytest
 from memwell.config import MemwellSettings
 from memwell.plugins import PluginRegistry
 from memwell_sqlite.driver import connect, sqlite_module
+from memwell_sqlite.index_files import PublishedIndex
 from memwell_sqlite.layout import IndexDir
-from memwell_sqlite.manager import SqliteMemoryManager
 from reliability_helpers import (
     COUNTS,
     HERE,
@@ -395,16 +395,16 @@ def test_transient_open_error_does_not_quarantine_a_healthy_index(
     trials = Trials(tmp_path / "ws")
     trials.write(make_corpus(10, 1, SEED))
     snap = trials.build()
-    original = SqliteMemoryManager._open_store
+    original = PublishedIndex.open_store
     calls = [0]
 
-    def locked_once(self: SqliteMemoryManager, path: Path, **kwargs: bool) -> object:
+    def locked_once(self: PublishedIndex, path: Path, **kwargs: bool) -> object:
         calls[0] += 1
         if calls[0] == 1:
             raise sqlite_module().OperationalError("database is locked")
         return original(self, path, **kwargs)
 
-    monkeypatch.setattr(SqliteMemoryManager, "_open_store", locked_once)
+    monkeypatch.setattr(PublishedIndex, "open_store", locked_once)
     manager = build_manager(trials.workspace, trials.settings, trials.registry)
     try:
         with pytest.raises(Exception, match="locked"):

@@ -78,11 +78,10 @@ def fill(mnt: Path, leave: int) -> Path:
     """Fill the filesystem at ``mnt`` until about ``leave`` bytes remain free."""
     filler = mnt / "filler"
     block = b"\0" * 65536
-    with filler.open("wb") as fh:
+    with filler.open("wb", buffering=0) as fh:
         try:
             while True:
                 fh.write(block)
-                fh.flush()
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     size = filler.stat().st_size

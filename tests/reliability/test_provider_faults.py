@@ -426,7 +426,9 @@ def test_provider_whose_create_raises_never_quarantines_or_falls_back(
     assert not list(index.root.glob("*.corrupt-*")), "a healthy index was quarantined"
 
     wrapped = open_memory(
-        workspace, settings=make_settings(backend="sqlite-alias", provider="buggy"), registry=registry
+        workspace,
+        settings=make_settings(backend="sqlite-alias", provider="buggy"),
+        registry=registry,
     )
     with pytest.raises(ProviderError, match="'buggy'"):
         wrapped.sync()

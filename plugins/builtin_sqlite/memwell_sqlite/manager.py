@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,8 +33,8 @@ from memwell.sources.paths import read_memory_file
 
 from .config import BuiltinConfig
 from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
+from .index_files import PublishedIndex
 from .indexer import FTS_ONLY_MODEL, Indexer, scope_hash, sessions_dir
-from .integrity import index_problem
 from .layout import IndexDir
 from .search import Searcher
 from .store import SCHEMA_VERSION, IndexStore
@@ -45,11 +44,7 @@ from .watcher import MemoryWatcher
 
 log = logging.getLogger(__name__)
 
-#: Below this much free space an I/O error while writing the index is reported as a full disk.
-LOW_SPACE_BYTES = 1 << 20
 _EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
-#: An opened index file and its metadata, or why the file is damaged.
-Opened = tuple[IndexStore, dict[str, Any] | None] | str
 
 
 class SqliteMemoryManager(BaseMemoryManager):
@@ -73,10 +68,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         engine = "numpy" if self.config.vector_engine == "auto" else self.config.vector_engine
         self.vectors = VectorIndex(engine)
         self.searcher = Searcher(self.settings, self.workspace, self.vectors)
-        self._reader: IndexStore | None = None
-        self._reader_meta: dict[str, Any] | None = None
         self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
-        self._read_lock = threading.RLock()
         self._gate = SyncGate()
         self._state_lock = threading.Lock()
         self._background: threading.Thread | None = None
@@ -87,11 +79,12 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.closed = False
         self.last_sync_error: str | None = None
         self.last_search_error: str | None = None
-        self.recovered: list[str] = []
-        #: Damage a reader found in a published file, left for the next sync to repair.
-        self.damage: tuple[Path, str] | None = None
-        #: Why the published index was opened read-only, if it was.
-        self.access_reason: str | None = None
+        self.files = PublishedIndex(
+            self.index_dir,
+            self.settings,
+            on_damage=self._mark_dirty,
+            on_reader_closed=self.vectors.invalidate,
+        )
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
         if self.purpose == "default":
@@ -151,117 +144,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
             self._background.start()
 
-    # -- index files ------------------------------------------------------------------------
-
-    def _open_store(self, path: Path, *, read_only: bool = False) -> IndexStore:
-        vector = self.settings.store.vector
-        return IndexStore(
-            path,
-            tokenizer=self.settings.store.fts.tokenizer,
-            vector_enabled=vector.enabled,
-            extension_path=vector.extension_path,
-            read_only=read_only,
-        )
-
-    def _open_checked(self, path: Path) -> Opened:
-        """Open a published index file and read its metadata, or say why it is damaged.
-
-        Damage is what SQLite sees (the WAL included): a bad header without a WAL, a failed
-        ``quick_check`` with one, corruption errors while opening. Every other error (locked,
-        out of space, read-only, a provider failure) is raised: it is not the file's fault.
-        An index directory that cannot be written is opened read-only.
-        """
-        problem = index_problem(path)
-        if problem is not None:
-            return problem
-        writable = self.index_dir.writable()
-        self.access_reason = None if writable else "the index directory is read-only"
-        try:
-            return self._open_with_meta(path, read_only=not writable)
-        except Exception as exc:
-            if classify(exc) is Fault.CORRUPT:
-                return f"{type(exc).__name__}: {exc}"
-            if not writable or not self._out_of_space(exc):
-                raise
-            try:  # no room for SQLite's shared-memory file: read what is there
-                opened = self._open_with_meta(path, read_only=True)
-            except Exception:
-                raise exc from None
-            self.access_reason = f"opening it for writing failed: {type(exc).__name__}: {exc}"
-            return opened
-
-    def _open_with_meta(self, path: Path, *, read_only: bool) -> tuple[IndexStore, Any]:
-        store = self._open_store(path, read_only=read_only)
-        try:
-            return store, store.read_meta()
-        except BaseException:
-            store.close()
-            raise
-
-    def _close_reader(self) -> None:
-        """Drop the reader's connection (hold ``_read_lock``)."""
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-            self._reader_meta = None
-            self.vectors.invalidate()
-
-    def _found_damage(self, path: Path, problem: str) -> None:
-        """Note damage in a published file; only a sync (holding the write lock) moves it
-        aside, so reading (``status``, ``search --no-sync``) never changes the index."""
-        if self.damage is None or self.damage[0] != path:
-            log.warning("memwell: index %s is damaged (%s); the next sync rebuilds it", path, problem)
-        self.damage = (path, problem)
-        self.dirty = True
-
-    def _query_failed(self, exc: Exception) -> None:
-        """Judge an error raised by a query on the reader (hold ``_read_lock``): corruption
-        is noted for the next sync and the reader dropped; anything else is re-raised."""
-        if classify(exc) is not Fault.CORRUPT or (
-            self._reader is not None and self._reader.access != "read-write"
-        ):
-            raise exc  # a read-only view cannot tell damage from a WAL it did not read
-        if self._reader is not None:
-            self._found_damage(self._reader.path, f"{type(exc).__name__}: {exc}")
-        self._close_reader()
-
-    def _reader_store(self) -> IndexStore | None:
-        """The store of the published generation (reopened when it changes).
-
-        A writer may publish a new generation and delete the old one at any moment, so an
-        open is retried when the pointer moved while the file was being opened; only a file
-        that is still the published one can be taken for damaged.
-        """
-        for _ in range(5):
-            current = self.index_dir.current()
-            if self._reader is not None and current == self._reader.path:
-                return self._reader
-            self._close_reader()
-            if current is None:
-                return None
-            try:
-                opened = self._open_checked(current)
-            except Exception:
-                if self.index_dir.current() != current:
-                    continue
-                raise
-            if self.index_dir.current() != current:  # switched while opening: try again
-                if not isinstance(opened, str):
-                    opened[0].close()
-                continue
-            if isinstance(opened, str):
-                self._found_damage(current, opened)
-                return None
-            self._reader, self._reader_meta = opened
-            return self._reader
-        return None
-
-    def _quarantine(self, path: Path, problem: str) -> None:
-        """Move a damaged published file aside (hold the write lock); a rebuild follows."""
-        log.warning("memwell: index %s is damaged (%s); rebuilding from Markdown", path, problem)
-        self.recovered.append(f"{path.name}: {problem}")
-        self.index_dir.quarantine(path)
-        self.damage = None
+    # -- index metadata ---------------------------------------------------------------------
 
     def _expected_meta(self) -> dict[str, Any]:
         """What the index metadata must say for this configuration (cached per provider)."""
@@ -331,24 +214,13 @@ class SqliteMemoryManager(BaseMemoryManager):
                 log.warning("memwell: embedding provider failed (%s); using fallback", exc)
                 self._sync_once(True, progress)
         except Exception as exc:
-            if self._out_of_space(exc):
+            if self.files.out_of_space(exc):
                 full = disk_full_error(exc, str(self.index_dir.root))
                 self.last_sync_error = str(full)
                 raise full from exc
             self.last_sync_error = f"{type(exc).__name__}: {exc}"
             raise
         self.last_sync_error = None
-
-    def _out_of_space(self, exc: BaseException) -> bool:
-        """Whether an index write failed for lack of disk space (SQLite may report a full
-        disk as an I/O error, e.g. when its shared-memory file cannot grow)."""
-        fault = classify(exc)
-        if fault is Fault.TRANSIENT:
-            try:
-                return shutil.disk_usage(self.index_dir.root).free < LOW_SPACE_BYTES
-            except OSError:
-                return False
-        return fault is Fault.FULL
 
     def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
         if not self.index_dir.writable():
@@ -358,48 +230,46 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
         self.dirty = False
         with self.index_dir.write_lock():
-            self.index_dir.cleanup()  # generations left by a writer that crashed
-            self.index_dir.forget_missing()
-            current = self.index_dir.current()
-            opened: Opened | None = None
-            if current is not None:
-                known = self.damage
-                opened = known[1] if known and known[0] == current else self._open_checked(current)
-                if isinstance(opened, str):
-                    self._quarantine(current, opened)
-                    current, opened = None, None
-            store = opened[0] if opened is not None else None
-            try:
-                reason = "forced" if force else None
-                if opened is not None and reason is None:
-                    reason = self._needs_full(opened[1], opened[0])
-                if store is None or reason is not None:
-                    if store is not None:
-                        store.close()
-                        store = None
-                    self._full_reindex(current, progress)
-                else:
-                    try:
-                        Indexer(store, self.settings, self.runtime, self.workspace).run(
-                            full=False, progress=progress
-                        )
-                    except Exception as exc:
-                        if classify(exc) is not Fault.CORRUPT:
-                            raise
-                        store.close()
-                        store = None
-                        self._quarantine(current, f"{type(exc).__name__}: {exc}")
-                        self._full_reindex(None, progress)
-            finally:
-                if store is not None:
-                    store.close()
+            current, opened = self.files.open_for_sync()
+            if opened is None:
+                self._full_reindex(None, progress)
+            else:
+                self._update(current, *opened, force=force, progress=progress)
             self.generation += 1
         self.vectors.invalidate()
+
+    def _update(
+        self,
+        path: Path | None,
+        store: IndexStore,
+        meta: dict[str, Any] | None,
+        *,
+        force: bool,
+        progress: ProgressCallback | None,
+    ) -> None:
+        """Sync the opened published index: incrementally, or by a rebuild when one is due
+        (forced, configuration changed, or the incremental pass found it damaged)."""
+        try:
+            if not force and self._needs_full(meta, store) is None:
+                try:
+                    Indexer(store, self.settings, self.runtime, self.workspace).run(
+                        full=False, progress=progress
+                    )
+                    return
+                except Exception as exc:
+                    if classify(exc) is not Fault.CORRUPT or path is None:
+                        raise
+                    store.close()
+                    self.files.quarantine(path, f"{type(exc).__name__}: {exc}")
+                    path = None
+        finally:
+            store.close()
+        self._full_reindex(path, progress)
 
     def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
         """Build a new generation next to the old one and switch to it atomically."""
         new_path = self.index_dir.new_generation()
-        store = self._open_store(new_path)
+        store = self.files.open_store(new_path)
         try:
             if old is not None and self.settings.cache.enabled:
                 try:
@@ -424,20 +294,20 @@ class SqliteMemoryManager(BaseMemoryManager):
             raise
         store.close()
         self.index_dir.publish(new_path)
-        with self._read_lock:
-            if self._reader is not None and self._reader.path != new_path:
-                self._close_reader()
+        with self.files.lock:
+            if self.files.reader is not None and self.files.reader.path != new_path:
+                self.files.close_reader()
         self.index_dir.cleanup()
 
     # -- search -----------------------------------------------------------------------------
 
     def _bootstrap_if_empty(self) -> None:
-        with self._read_lock:
-            store = self._reader_store()
+        with self.files.lock:
+            store = self.files.reader_store()
             try:
                 empty = store is None or not store.has_chunks()
             except Exception as exc:
-                self._query_failed(exc)
+                self.files.query_failed(exc)
                 empty = True
         if empty and (
             list_memory_files(self.workspace, self.settings.extra_paths)
@@ -477,8 +347,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         try:
             return self._search(text, limit, floor, wanted, provider is not None)
         except Exception as exc:
-            with self._read_lock:
-                self._query_failed(exc)
+            with self.files.lock:
+                self.files.query_failed(exc)
             self.sync(reason="recover")
             return self._search(text, limit, floor, wanted, provider is not None)
 
@@ -488,9 +358,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         query_vector = None
         vectors_usable = False
         if has_provider:
-            with self._read_lock:
-                store = self._reader_store()
-                meta = self._reader_meta
+            with self.files.lock:
+                store = self.files.reader_store()
+                meta = self.files.reader_meta
             expected = self._expected_meta()
             vectors_usable = meta is not None and all(
                 meta.get(k) == expected[k] for k in ("provider_key", "model")
@@ -504,11 +374,11 @@ class SqliteMemoryManager(BaseMemoryManager):
                 except ProviderError as exc:
                     self.last_search_error = f"query embedding failed: {exc}"
                     log.warning("memwell: %s", self.last_search_error)
-        with self._read_lock:
-            store = self._reader_store()
+        with self.files.lock:
+            store = self.files.reader_store()
             if store is None:
                 return []
-            model = (self._reader_meta or {}).get("model", FTS_ONLY_MODEL)
+            model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
             if not vectors_usable:
                 found = self.searcher.keyword_only(
                     store, text, max_results=limit, min_score=floor, sources=sources
@@ -564,16 +434,16 @@ class SqliteMemoryManager(BaseMemoryManager):
         }
 
     def status(self) -> MemoryStatus:
-        with self._read_lock:
-            store = self._reader_store()
+        with self.files.lock:
+            store = self.files.reader_store()
             try:
                 counts = store.source_counts() if store is not None else []
                 vector_count = store.vector_count() if store is not None else 0
                 cache_entries = store.cache_count() if store is not None else 0
             except Exception as exc:
-                self._query_failed(exc)
+                self.files.query_failed(exc)
                 store, counts, vector_count, cache_entries = None, [], 0, 0
-            meta = self._reader_meta or {}
+            meta = self.files.reader_meta or {}
             info = store.info if store is not None else None
             fts = FtsStatus(
                 enabled=self.settings.query.hybrid.enabled,
@@ -583,7 +453,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
             engine = self.vectors.active_engine(store) if store is not None else None
             db_path = str(store.path) if store is not None else None
-            notes = self._index_notes(store)
+            notes = self.files.notes(store)
         fields = self._provider_fields()
         has_vectors = fields.get("search_mode") not in ("fts-only", "disabled")
         if has_vectors and meta:
@@ -631,26 +501,13 @@ class SqliteMemoryManager(BaseMemoryManager):
                     "sqlite_vec": info.vec_version if info else None,
                 },
                 "batch": vars(self.runtime.batch).copy(),
-                "recovered": list(self.recovered),
+                "recovered": list(self.files.recovered),
                 "generation_file": Path(db_path).name if db_path else None,
                 "access": store.access if store is not None else None,
                 "index_notes": notes,
             },
             **fields,
         )
-
-    def _index_notes(self, store: IndexStore | None) -> list[str]:
-        """What the user must know about the index files: read-only access, damage found."""
-        notes: list[str] = []
-        if store is not None and store.access != "read-write":
-            notes.append(
-                f"index opened {store.access} ({self.access_reason}): searching the "
-                f"existing index in {self.index_dir.root}; it cannot be written or synced"
-            )
-        if self.damage is not None:
-            path, problem = self.damage
-            notes.append(f"{path.name} is damaged ({problem}); the next sync rebuilds it")
-        return notes
 
     def probe_embedding(self) -> ProbeResult:
         try:
@@ -672,8 +529,8 @@ class SqliteMemoryManager(BaseMemoryManager):
                 return ProbeResult(ok=False, error="no embedding provider (FTS-only mode)")
         except Exception as exc:
             return ProbeResult(ok=False, error=f"{type(exc).__name__}: {exc}")
-        with self._read_lock:
-            store = self._reader_store()
+        with self.files.lock:
+            store = self.files.reader_store()
             if store is not None and not store.info.vec_loaded and self.vectors.engine != "numpy":
                 return ProbeResult(ok=True, error=f"sqlite-vec: {store.info.vec_error}; numpy")
         return ProbeResult(ok=True)
@@ -689,8 +546,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         if background is not None:
             background.join(timeout=30)
         self._gate.wait_idle(timeout=600)
-        with self._read_lock:
-            self._close_reader()
+        with self.files.lock:
+            self.files.close_reader()
 
 
 def _to_result(c: Candidate) -> MemorySearchResult:
