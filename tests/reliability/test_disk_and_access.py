@@ -109,6 +109,20 @@ class Workspace:
     def quarantined(self) -> list[str]:
         return sorted(p.name for p in self.index.root.glob("*.corrupt-*"))
 
+    def copies(self) -> list[str]:
+        """Quarantined database files (without their side files)."""
+        return [n for n in self.quarantined() if not n.endswith(("-wal", "-shm", "-journal"))]
+
+    def build(self) -> Path:
+        """Index version 1 of the corpus; the published file."""
+        self.write(make_corpus(FILES, 1, SEED))
+        manager = self.manager()
+        manager.sync()
+        manager.close()
+        current = self.index.current()
+        assert current is not None
+        return current
+
     def write(self, files: dict[str, str]) -> None:
         write_files(self.workspace, files)
         self.texts.update({sha256(t): t for t in files.values()})
@@ -139,10 +153,7 @@ def test_out_of_space_keeps_the_old_index_serving(
 ) -> None:
     rng = random.Random(f"{SEED}:{mode}")
     ws = Workspace(tmp_path, small_fs / "idx")
-    ws.write(make_corpus(FILES, 1, SEED))
-    built = ws.manager()
-    built.sync()
-    built.close()
+    ws.build()
     for trial, leave in enumerate((0, 8192, 40_000, 120_000, 400_000)):
         current = ws.index.current()
         assert current is not None
@@ -190,12 +201,7 @@ def test_a_checkpoint_that_ran_out_of_space_is_not_taken_for_damage(
     """The issue's case: the main file is shorter than its header says because a checkpoint
     stopped at ENOSPC; the WAL still holds every page. SQLite reads it whole."""
     ws = Workspace(tmp_path, small_fs / "idx")
-    ws.write(make_corpus(FILES, 1, SEED))
-    manager = ws.manager()
-    manager.sync()
-    manager.close()
-    db = ws.index.current()
-    assert db is not None
+    db = ws.build()
     holder, _ = connect(db, load_vec=False)  # keeps the WAL from being checkpointed on close
     holder.execute("PRAGMA wal_autocheckpoint = 0")
     with holder:
@@ -243,10 +249,7 @@ def _truncate_half(db: Path) -> None:
 
 def test_status_never_quarantines_and_one_quarantined_copy_is_kept(tmp_path: Path) -> None:
     ws = Workspace(tmp_path, tmp_path / "ws" / ".memwell")
-    ws.write(make_corpus(FILES, 1, SEED))
-    manager = ws.manager()
-    manager.sync()
-    manager.close()
+    ws.build()
     for trial in range(3):
         db = ws.index.current()
         assert db is not None
@@ -266,8 +269,7 @@ def test_status_never_quarantines_and_one_quarantined_copy_is_kept(tmp_path: Pat
         finally:
             repair.close()
         COUNTS["corruptions detected"] += 1
-        copies = [n for n in ws.quarantined() if not n.endswith(("-wal", "-shm"))]
-        assert len(copies) == 1, f"trial {trial}: quarantined copies {ws.quarantined()}"
+        assert len(ws.copies()) == 1, f"trial {trial}: quarantined {ws.quarantined()}"
     current = ws.index.current()
     assert current is not None and snapshot_file(current) == ws.expected()
 
@@ -309,7 +311,7 @@ def test_index_after_a_quarantine_whose_rebuild_fails_says_so(
     filler.unlink()
     code, out, err = _cli(capsys, "-w", str(ws.workspace), "index")
     assert code == 0 and f"indexed {FILES} files" in out, (out, err)
-    assert len([n for n in ws.quarantined() if n.endswith(".sqlite") or "-" not in n]) <= 1
+    assert len(ws.copies()) == 1, ws.quarantined()
 
 
 @pytest.fixture
@@ -322,13 +324,7 @@ def read_only_index(tmp_path: Path) -> Iterator[tuple[Workspace, str, Snapshot]]
     if not mounted and os.geteuid() == 0:
         pytest.skip("root can write to any directory and no tmpfs could be mounted")
     ws = Workspace(tmp_path, mnt / "idx")
-    ws.write(make_corpus(FILES, 1, SEED))
-    manager = ws.manager()
-    manager.sync()
-    manager.close()
-    current = ws.index.current()
-    assert current is not None
-    snap = snapshot_file(current)
+    snap = snapshot_file(ws.build())
     if mounted:
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         how = "read-only mount"

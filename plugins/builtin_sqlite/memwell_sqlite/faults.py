@@ -35,20 +35,12 @@ class IndexReadOnlyError(BackendUnavailableError):
     """The index directory cannot be written (a read-only copy or mount)."""
 
 
-# Primary SQLite result codes (https://sqlite.org/rescode.html).
+# Primary SQLite result codes (https://sqlite.org/rescode.html): CORRUPT and NOTADB; FULL;
+# PERM, BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, CANTOPEN and PROTOCOL.
 _SQLITE_CODES = {
-    11: Fault.CORRUPT,  # SQLITE_CORRUPT
-    26: Fault.CORRUPT,  # SQLITE_NOTADB
-    13: Fault.FULL,  # SQLITE_FULL
-    3: Fault.TRANSIENT,  # SQLITE_PERM
-    5: Fault.TRANSIENT,  # SQLITE_BUSY
-    6: Fault.TRANSIENT,  # SQLITE_LOCKED
-    7: Fault.TRANSIENT,  # SQLITE_NOMEM
-    8: Fault.TRANSIENT,  # SQLITE_READONLY
-    9: Fault.TRANSIENT,  # SQLITE_INTERRUPT
-    10: Fault.TRANSIENT,  # SQLITE_IOERR
-    14: Fault.TRANSIENT,  # SQLITE_CANTOPEN
-    15: Fault.TRANSIENT,  # SQLITE_PROTOCOL
+    **dict.fromkeys((11, 26), Fault.CORRUPT),
+    13: Fault.FULL,
+    **dict.fromkeys((3, 5, 6, 7, 8, 9, 10, 14, 15), Fault.TRANSIENT),
 }
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _MESSAGES = (

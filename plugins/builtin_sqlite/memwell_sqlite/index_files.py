@@ -194,14 +194,14 @@ class PublishedIndex:
 
     # -- repairing (hold the write lock) ------------------------------------------------------
 
-    def open_for_sync(self) -> tuple[Path | None, Opened | None]:
-        """The published file and its opened store for a sync; a damaged file is
-        quarantined first, so ``(None, None)`` means a full build is due."""
+    def open_for_sync(self) -> tuple[Path, IndexStore, dict[str, Any] | None] | None:
+        """The published file, its store and metadata for a sync; a damaged file is
+        quarantined first, so ``None`` means a full build is due."""
         self.index_dir.cleanup()  # generations left by a writer that crashed
         self.index_dir.forget_missing()
         current = self.index_dir.current()
         if current is None:
-            return None, None
+            return None
         known = self.damage
         if known is not None and known[0] == current:
             opened: Opened | str = known[1]
@@ -209,8 +209,8 @@ class PublishedIndex:
             opened = self.open_checked(current, for_writing=True)
         if isinstance(opened, str):
             self.quarantine(current, opened)
-            return None, None
-        return current, opened
+            return None
+        return current, *opened
 
     def quarantine(self, path: Path, problem: str) -> None:
         """Move a damaged published file aside; the caller rebuilds."""

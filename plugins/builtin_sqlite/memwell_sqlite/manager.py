@@ -230,17 +230,17 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
         self.dirty = False
         with self.index_dir.write_lock():
-            current, opened = self.files.open_for_sync()
+            opened = self.files.open_for_sync()
             if opened is None:
                 self._full_reindex(None, progress)
             else:
-                self._update(current, *opened, force=force, progress=progress)
+                self._update(*opened, force=force, progress=progress)
             self.generation += 1
         self.vectors.invalidate()
 
     def _update(
         self,
-        path: Path | None,
+        path: Path,
         store: IndexStore,
         meta: dict[str, Any] | None,
         *,
@@ -249,6 +249,7 @@ class SqliteMemoryManager(BaseMemoryManager):
     ) -> None:
         """Sync the opened published index: incrementally, or by a rebuild when one is due
         (forced, configuration changed, or the incremental pass found it damaged)."""
+        old: Path | None = path
         try:
             if not force and self._needs_full(meta, store) is None:
                 try:
@@ -257,14 +258,14 @@ class SqliteMemoryManager(BaseMemoryManager):
                     )
                     return
                 except Exception as exc:
-                    if classify(exc) is not Fault.CORRUPT or path is None:
+                    if classify(exc) is not Fault.CORRUPT:
                         raise
                     store.close()
                     self.files.quarantine(path, f"{type(exc).__name__}: {exc}")
-                    path = None
+                    old = None
         finally:
             store.close()
-        self._full_reindex(path, progress)
+        self._full_reindex(old, progress)
 
     def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
         """Build a new generation next to the old one and switch to it atomically."""
