@@ -203,6 +203,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._gate.run(lambda forced: self._sync_locked(forced, progress), force=force)
 
     def _sync_locked(self, force: bool, progress: ProgressCallback | None) -> None:
+        if self.closed:  # closed while this request waited for a running sync
+            raise BackendUnavailableError("memory manager is closed")
         try:
             try:
                 self._sync_once(force, progress)
