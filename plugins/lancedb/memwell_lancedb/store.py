@@ -4,6 +4,9 @@ Scores are cosine similarities clamped to [0, 1] (the reference used ``1/(1+L2)`
 belong to one provider's vector space, recorded in the meta table; opening the table with
 another provider re-embeds every memory (same ids, texts and metadata) before any search, so
 vectors of two models are never compared.
+
+Every text is redacted (:func:`memwell.sources.redact.redact`) before it is embedded or
+written: a stored memory, a re-embedded table and a rebuild from a hand-edited journal.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import Vector
 from memwell.errors import ProviderUnavailableError
 from memwell.retrieval.hybrid import clamp01
+from memwell.sources.redact import redact
 
 from .db import LanceDatabase, Table, arrow_rows, sql_literal, vector_type
 from .journal import Journal
@@ -36,6 +40,7 @@ from .memory import (
     is_memory_id,
     normalise_text,
     one_line,
+    redacted,
 )
 
 log = logging.getLogger(__name__)
@@ -144,7 +149,8 @@ class MemoryStore:
             return table
 
     def _write_all(self, memories: Sequence[Memory]) -> Table:
-        """Replace the table with ``memories`` (embedded now) in one commit."""
+        """Replace the table with ``memories`` (redacted and embedded now) in one commit."""
+        memories = [redacted(m) for m in memories]
         texts = [m.text for m in memories]
         matrix = self.runtime.embed_documents(texts) if texts else None
         dims = int(matrix.shape[1]) if matrix is not None else self._dims()
@@ -196,10 +202,12 @@ class MemoryStore:
     ) -> StoreOutcome:
         """Store ``text`` unless a memory at least 0.95 similar exists.
 
+        The text is redacted first, so no secret reaches the provider, the table or the journal.
+
         :raises MemoryRejected: empty, longer than 10,000 characters, or prompt injection.
         :raises ValueError: an unknown category or an importance outside [0, 1].
         """
-        clean = normalise_text(text)
+        clean = redact(normalise_text(text))
         if not clean:
             raise MemoryRejected("empty", "the memory text is empty")
         if len(clean) > MAX_MEMORY_CHARS:
@@ -223,7 +231,7 @@ class MemoryStore:
                 category=category,
                 importance=float(importance),
                 created_at=int(time.time() * 1000),
-                session=one_line(session),
+                session=one_line(redact(session) if session else session),
             )
             schema = table.schema
             table.add(arrow_rows([{**memory.as_dict(), "vector": vector}], schema))
