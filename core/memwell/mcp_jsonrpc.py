@@ -94,8 +94,9 @@ def screen_line(line: str) -> Screened:
         reply = _error(None, PARSE_ERROR, f"Parse error: {exc}")
         return Screened(forward=False, reply=json.dumps(reply))
     if isinstance(message, list):
-        reason = "batches are not supported by MCP"
-        errors = [_invalid(item, reason) for item in message] or [_invalid(None, "empty batch")]
+        unsupported = "batches are not supported by MCP"
+        errors = [_invalid(item, unsupported) for item in message]
+        errors = errors or [_invalid(None, "empty batch")]
         payload: object = errors if message else errors[0]
         return Screened(forward=False, reply=json.dumps(payload))
     reason = check_message(message)

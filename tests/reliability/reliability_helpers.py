@@ -51,6 +51,8 @@ SUMMARY_KEYS = (
     "injections refused",
     "recall blocks checked",
     "payloads checked",
+    "redaction families",
+    "malformed MCP messages",
     "failures",
 )
 

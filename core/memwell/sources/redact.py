@@ -38,13 +38,14 @@ _MASKED = re.compile(rf"\*\*\*|.{{{_KEEP_START}}}{_ELLIPSIS}.{{{_KEEP_END}}}", r
 
 _BASE64 = "A-Za-z0-9/+="
 _SECRET_NAME = r"[A-Za-z0-9_-]*(?:secret|token|password|passwd|api_?key|access_?key|private_?key)"
-#: Words that follow "password is" in prose about a password rather than a password itself.
-_PROSE_AFTER_PASSWORD = STOPWORDS_EN | frozenset(
+_PASSWORD_STATES = (
     "required incorrect wrong invalid correct expired missing empty blank set unset stored "
     "saved changed reset weak strong long short secure safe unknown hidden encrypted hashed "
     "needed optional mandatory protected shown sent case sensitive different same mine yours "
-    "ours theirs good bad fine ok okay easy hard simple new old".split()
+    "ours theirs good bad fine ok okay easy hard simple new old"
 )
+#: Words that follow "password is" in prose about a password rather than a password itself.
+_PROSE_AFTER_PASSWORD = STOPWORDS_EN | frozenset(_PASSWORD_STATES.split())
 
 
 def _prefixed(prefix: str, body: str, min_len: int) -> str:

@@ -72,6 +72,6 @@ class MemoryHit:
 
 
 def redacted(memory: Memory) -> Memory:
-    """``memory`` with secrets masked in its text and session (see :mod:`memwell.sources.redact`)."""
+    """``memory`` with secrets masked in its text and session (:mod:`memwell.sources.redact`)."""
     session = redact(memory.session) if memory.session else memory.session
     return replace(memory, text=redact(memory.text), session=session)

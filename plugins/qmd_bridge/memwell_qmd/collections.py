@@ -154,7 +154,7 @@ def reconcile(
             if entry is None or not spec.same_target(entry.path, entry.pattern):
                 raise
             if isinstance(exc, QmdTimeout):
-                log.info("qmd collection %s added; its index is finished by the next update", spec.name)
+                log.info("qmd collection %s added; the next update finishes its index", spec.name)
         present.add(spec.name)
     wanted = {spec.name for spec in desired}
     for stale in sorted(owned - wanted):
