@@ -269,6 +269,8 @@ class LanceMemoryManager(BaseMemoryManager):
                 memories = self.memories.stats()
             except Exception as exc:
                 memories = {"count": None, "error": f"{type(exc).__name__}: {exc}"}
+            if self.memories.recovery is not None:
+                memories["rebuilt_from_journal"] = self.memories.recovery
         return MemoryStatus(
             backend=BACKEND_NAME,
             query_max_chars=self.settings.query.max_chars,
