@@ -188,18 +188,22 @@ class QmdRunner:
         return QmdOutput(args=args, stdout=stdout, stderr=stderr, seconds=seconds)
 
     def node_binary(self) -> str | None:
-        """The Node that runs qmd: a ``node`` in the command, the one a launcher script
-        ``exec``s, or ``node`` on ``PATH`` (for ``#!/usr/bin/env node`` scripts)."""
+        """The Node that runs qmd: a ``node`` in the command, the one a launcher script names
+        (``exec "/.../node" ...``), ``node`` on ``PATH`` for a ``#!/usr/bin/env node`` script;
+        ``None`` when qmd is not run by Node as far as the command shows."""
         for part in self.argv:
             if _NODE_NAME.match(os.path.basename(part)):
                 return part
-        with contextlib.suppress(OSError):
+        try:
             with open(self.argv[0], "rb") as handle:
                 head = handle.read(_LAUNCHER_BYTES).decode("utf-8", errors="replace")
-            found = _NODE_IN_LAUNCHER.search(head)
-            if found is not None:
-                return found.group(1)
-        return shutil.which("node")
+        except OSError:
+            return None
+        found = _NODE_IN_LAUNCHER.search(head)
+        if found is not None:
+            return found.group(1)
+        shebang = head.splitlines()[0] if head.startswith("#!") else ""
+        return shutil.which("node") if re.search(r"\bnode\b", shebang) else None
 
     def node_version(self) -> str | None:
         """``node --version`` of :meth:`node_binary` (``None`` if it cannot be asked)."""
