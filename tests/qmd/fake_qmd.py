@@ -7,7 +7,8 @@ Faults: ``FAKE_QMD_FAULT`` = hang | crash | segv | noise | badjson | garbage | e
 busy | unique | ci | model | nofile, applied to the commands in ``FAKE_QMD_FAULT_ON`` (comma
 list, default ``search,vsearch,query``; ``version`` is ``--version``), for the first
 ``FAKE_QMD_FAULT_TIMES`` matching calls if set. ``hang`` first spawns a child (like qmd's
-launcher does) and writes both pids to ``FAKE_QMD_PIDS``. Every call is appended to ``FAKE_QMD_LOG`` as one JSON line.
+launcher does) and writes both pids to ``FAKE_QMD_PIDS``. Every call is appended to
+``FAKE_QMD_LOG`` as one JSON line.
 """
 
 from __future__ import annotations
