@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memwell.factory import open_memory
 from memwell.plugins import PluginRegistry
+from memwell_qmd.collections import reconcile
 from memwell_qmd.config import QmdTimeouts
-from memwell_qmd.errors import QmdCommandError, QmdRuntimeBroken, classify_failure
+from memwell_qmd.errors import QmdCommandError, QmdRuntimeBroken, QmdTimeout, classify_failure
 from memwell_qmd.process import QmdRunner
 from qmd_helpers import QUIET, qmd_processes, qmd_settings
 
@@ -54,24 +57,45 @@ def test_the_default_start_up_bound_is_short() -> None:
     assert timeouts.startup == 10.0 and timeouts.startup < timeouts.collection
 
 
-def test_a_slow_collection_add_that_registered_is_kept(
-    workspace: Path,
-    registry: PluginRegistry,
-    fake_qmd: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    make_manager: object,
+class AddTimesOut:
+    """Runs qmd, but every ``collection add`` then times out (``register`` says whether qmd
+    got to register the collection first, as the real one does before indexing)."""
+
+    def __init__(self, runner: QmdRunner, *, register: bool) -> None:
+        self.runner = runner
+        self.register = register
+
+    def run(self, args: Sequence[str], *, timeout: float, discard_stdout: bool = False) -> Any:
+        adding = list(args[:2]) == ["collection", "add"]
+        if not adding or self.register:
+            out = self.runner.run(args, timeout=timeout, discard_stdout=discard_stdout)
+        if adding:
+            raise QmdTimeout("qmd collection add timed out after 1s", args=args)
+        return out
+
+
+@pytest.mark.parametrize("register", [True, False])
+def test_an_add_cut_after_qmd_registered_it_counts(
+    workspace: Path, fake_qmd: Path, make_manager: Any, register: bool
 ) -> None:
-    """qmd registers a collection before indexing it: an add cut by the bound still counts."""
-    first = make_manager(workspace, str(fake_qmd), **QUIET)  # type: ignore[operator]
-    present = set(first._present)
-    first.close()
+    manager = make_manager(workspace, str(fake_qmd), **QUIET)
+    present = set(manager._present)
     assert present
-    monkeypatch.setenv("FAKE_QMD_FAULT", "hang")
-    monkeypatch.setenv("FAKE_QMD_FAULT_ON", "collection")
-    again = make_manager(  # type: ignore[operator]
-        workspace, str(fake_qmd), **QUIET, timeouts={"startup": STARTUP_SECONDS}
-    )
-    assert again._present == present  # nothing to add: the bound is never reached
+    for name in present:
+        manager.runner.run(["collection", "remove", name], timeout=10)
+    runner = AddTimesOut(manager.runner, register=register)
+
+    def again() -> set[str]:
+        found, _ = reconcile(
+            runner, manager.state, manager.collections, owned=set(), timeout=10, add_timeout=10
+        )
+        return found
+
+    if register:
+        assert again() == present  # the next update finishes the index
+    else:
+        with pytest.raises(QmdTimeout):
+            again()
 
 
 # -- crash reports -------------------------------------------------------------------------
