@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -14,7 +15,13 @@ from memwell.factory import open_memory
 from memwell.plugins import PluginRegistry
 from memwell_qmd.collections import reconcile
 from memwell_qmd.config import QmdTimeouts
-from memwell_qmd.errors import QmdCommandError, QmdRuntimeBroken, QmdTimeout, classify_failure
+from memwell_qmd.errors import (
+    QmdCommandError,
+    QmdRuntimeBroken,
+    QmdTimeout,
+    classify_failure,
+    node_too_old,
+)
 from memwell_qmd.process import QmdRunner
 from qmd_helpers import QUIET, qmd_processes, qmd_settings
 
@@ -173,3 +180,21 @@ def test_a_segfault_blames_node_only_when_qmd_runs_on_an_old_node(
 def test_a_python_launcher_is_not_taken_for_node(fake_qmd: Path, tmp_path: Path) -> None:
     runner = QmdRunner([str(fake_qmd)], cwd=tmp_path, env=lambda _t: {}, max_output_bytes=4096)
     assert runner.node_binary() is None
+
+
+def test_the_real_qmd_launcher_names_its_node(real_qmd: str, tmp_path: Path) -> None:
+    runner = QmdRunner(
+        shlex.split(real_qmd), cwd=tmp_path, env=lambda _t: dict(os.environ), max_output_bytes=4096
+    )
+    node = runner.node_binary()
+    assert node is not None and os.path.basename(node) == "node"
+    version = runner.node_version()
+    assert version is not None and not node_too_old(version), version
+
+
+def test_the_real_qmd_starts_inside_the_bound(
+    workspace: Path, registry: PluginRegistry, real_qmd: str
+) -> None:
+    settings = qmd_settings(real_qmd, **QUIET)  # the default timeouts.startup (10 s)
+    memory = open_memory(workspace, settings=settings, registry=registry)
+    assert memory.status().backend == "qmd"
