@@ -110,8 +110,7 @@ def _recovers_lost_table(
     """Retry ``method`` once when it failed because the memories table vanished under a
     cached handle; the retry finds the table missing and rebuilds it from the journal."""
 
-    @functools.wraps(method)
-    def wrapper(self: MemoryStore, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    def wrapper(self: MemoryStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
             return method(self, *args, **kwargs)
         except Exception:
@@ -121,6 +120,7 @@ def _recovers_lost_table(
                 self.db.forget(MEMORIES_TABLE)
             return method(self, *args, **kwargs)
 
+    functools.update_wrapper(wrapper, method)
     return wrapper
 
 
