@@ -10,7 +10,10 @@ error (-32600). An error carries the message's ``id`` when it is a valid one, el
 a batch is answered with an array of errors, one per element (one error for an empty batch),
 as the specification says. Blank lines are skipped. Only valid lines reach the SDK.
 
-:func:`screened_stdio` is the SDK's ``stdio_server`` with this screen in front of it.
+:func:`screened_stdio` is the SDK's ``stdio_server`` with this screen in front of it;
+:class:`ScreenedHttp` puts it in front of the streamable HTTP app, where a refused POST body is
+answered with status 400 and the error (the SDK itself would call most of these "invalid
+params" and accept a ``null`` or fractional ``id`` as a notification).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from io import TextIOWrapper
 from typing import Any, BinaryIO
@@ -178,3 +181,49 @@ async def screened_stdio() -> AsyncIterator[tuple[Any, Any]]:
         lines = _ScreenedLines(wire_in, writer)
         async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
             yield streams
+
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ScreenedHttp:
+    """ASGI middleware: each POSTed body passes :func:`screen_line` before reaching ``app``."""
+
+    def __init__(self, app: AsgiApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        verdict = screen_line(body.decode("utf-8", errors="replace"))
+        if verdict.reply is None:
+            await self.app(scope, _replay(body, receive), send)
+            return
+        reply = verdict.reply.encode("utf-8")
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(reply))]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": reply})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the already read ``body`` first, then defers to ``receive``."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replayed

@@ -42,7 +42,7 @@ from mcp.server.lowlevel import Server
 from . import __version__
 from .descriptors import AgentTool
 from .manager import MemorySearchManager
-from .mcp_jsonrpc import screened_stdio
+from .mcp_jsonrpc import ScreenedHttp, screened_stdio
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
 from .tools import execute_tool, plugin_tools, run_tool, tool_definitions
@@ -174,7 +174,7 @@ class McpMemoryServer:
             sock.bind((HTTP_HOST, port))
             sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
             url = f"http://{HTTP_HOST}:{sock.getsockname()[1]}{HTTP_PATH}"
-            config = uvicorn.Config(app, log_level="warning", lifespan="on")
+            config = uvicorn.Config(ScreenedHttp(app), log_level="warning", lifespan="on")
             self._start_sync()
             if on_ready is not None:
                 on_ready(url)

@@ -1,4 +1,4 @@
-"""A battery of malformed JSON-RPC messages sent to a real ``memwell mcp`` stdio process.
+"""A battery of malformed JSON-RPC messages sent to a real ``memwell mcp`` (stdio and HTTP).
 
 Each message gets exactly one well-formed JSON-RPC reply (a parse error, an invalid-request
 error, or the SDK's own error for a valid request it cannot serve), except valid
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from memwell.testing.conformance import write_workspace
 from reliability_helpers import COUNTS
@@ -25,6 +27,7 @@ from reliability_helpers import COUNTS
 MEMWELL = Path(sys.executable).with_name("memwell")
 PARSE, INVALID, NOT_FOUND, BAD_PARAMS = -32700, -32600, -32601, -32602
 REPLY_SECONDS = 30.0
+HTTP_ARGS = ("--no-watch", "--http", "--port", "0")
 
 Expected = list[tuple[int, object]]
 """The replies one message must get: (error code, id), in any order; [] for none."""
@@ -205,3 +208,65 @@ def test_every_malformed_message_gets_one_error_reply(server: Server) -> None:
     assert len(final) == 1, final
     content = json.loads(final[0]["result"]["content"][0]["text"])
     assert content["results"], content
+
+
+def start_http(workspace: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [str(MEMWELL), "-w", str(workspace), "--provider", "none", "mcp", *HTTP_ARGS],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
+        if found:
+            threading.Thread(target=proc.stderr.read, daemon=True).start()
+            return proc, found.group(0)
+    raise AssertionError("memwell mcp --http printed no URL")
+
+
+def test_streamable_http_answers_malformed_bodies_with_400_and_the_error(tmp_path: Path) -> None:
+    workspace = write_workspace(tmp_path / "ws")
+    env = {"MEMWELL_LOAD_PLUGINS": "builtin", "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    proc, url = start_http(workspace, env)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    try:
+        with httpx.Client(timeout=REPLY_SECONDS) as client:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "battery", "version": "1"},
+                },
+            }
+            reply = client.post(url, headers=headers, json=init)
+            assert reply.status_code == 200
+            headers["mcp-session-id"] = reply.headers["mcp-session-id"]
+            headers["mcp-protocol-version"] = "2025-06-18"
+            for raw, expected in BATTERY:
+                screened = isinstance(expected, str) or any(
+                    code in (PARSE, INVALID) for code, _ in expected
+                )
+                if not screened or not raw.strip():
+                    continue
+                answer = client.post(url, headers=headers, content=raw)
+                assert answer.status_code == 400, raw
+                body = answer.json()
+                if isinstance(expected, str):
+                    check_batch([body], expected)
+                else:
+                    assert [well_formed_error(body)] == expected, raw
+                ping = client.post(
+                    url, headers=headers, json={"jsonrpc": "2.0", "id": "p", "method": "ping"}
+                )
+                assert ping.status_code == 200 and '"id":"p"' in ping.text.replace(" ", "")
+                COUNTS["malformed MCP messages"] += 1
+    finally:
+        proc.kill()
+        proc.wait()
