@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
+from .retrieval.query_limit import DEFAULT_MAX_QUERY_CHARS, MAX_QUERY_CHARS_LIMIT
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -84,6 +85,8 @@ class QuerySettings(_Strict):
     max_results: int = Field(6, ge=1, le=1000)
     min_score: float = Field(0.35, ge=0.0, le=1.0)
     hybrid: HybridSettings = Field(default_factory=HybridSettings)
+    #: Longer queries are cut to this many characters (see memwell.retrieval.query_limit).
+    max_chars: int = Field(DEFAULT_MAX_QUERY_CHARS, ge=16, le=MAX_QUERY_CHARS_LIMIT)
 
 
 class FtsSettings(_Strict):

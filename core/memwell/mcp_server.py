@@ -38,11 +38,11 @@ import anyio.to_thread
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from . import __version__
 from .descriptors import AgentTool
 from .manager import MemorySearchManager
+from .mcp_jsonrpc import ScreenedHttp, screened_stdio
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
 from .tools import execute_tool, plugin_tools, run_tool, tool_definitions
@@ -152,9 +152,10 @@ class McpMemoryServer:
         threading.Thread(target=sync, name="memwell-mcp-sync", daemon=True).start()
 
     async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin and stdout until it disconnects."""
+        """Serve one client over this process's stdin and stdout until it disconnects; a
+        malformed message is answered with a JSON-RPC error (:mod:`memwell.mcp_jsonrpc`)."""
         self._start_sync()
-        async with stdio_server() as (read_stream, write_stream):
+        async with screened_stdio() as (read_stream, write_stream):
             await self.server.run(
                 read_stream, write_stream, self.server.create_initialization_options()
             )
@@ -173,7 +174,7 @@ class McpMemoryServer:
             sock.bind((HTTP_HOST, port))
             sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
             url = f"http://{HTTP_HOST}:{sock.getsockname()[1]}{HTTP_PATH}"
-            config = uvicorn.Config(app, log_level="warning", lifespan="on")
+            config = uvicorn.Config(ScreenedHttp(app), log_level="warning", lifespan="on")
             self._start_sync()
             if on_ready is not None:
                 on_ready(url)

@@ -113,6 +113,8 @@ class MemoryStatus(BaseModel):
     provider_fallback: FallbackStatus | None = None
     last_sync_error: str | None = None
     custom: dict[str, Any] = Field(default_factory=dict)
+    #: Queries longer than this are cut to it before searching (``query.max_chars``).
+    query_max_chars: int | None = None
 
     @property
     def integrity_ok(self) -> bool:

@@ -23,6 +23,7 @@ from .descriptors import AgentTool
 from .manager import MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry, get_registry
+from .retrieval.query_limit import truncation_warning
 from .retrieval.snippets import citations_enabled, format_citation
 
 log = logging.getLogger(__name__)
@@ -292,6 +293,11 @@ def _result_dict(result: MemorySearchResult, with_citation: bool) -> dict[str, A
     return item
 
 
+def _truncation(query: str, max_chars: int | None) -> dict[str, str]:
+    warning = truncation_warning(query, max_chars)
+    return {"warning": warning} if warning else {}
+
+
 def memory_search(
     manager: ManagerSource,
     query: str,
@@ -336,7 +342,7 @@ def memory_search(
             "citations": "on" if with_citations else "off",
             "untrusted_data": True,
             "notice": NOTICE,
-        }
+        } | _truncation(query, status.query_max_chars)
     except Exception as exc:
         log.warning("memory_search unavailable: %s: %s", type(exc).__name__, exc)
         return _unavailable(error_text(exc))

@@ -15,6 +15,7 @@ from memwell.retrieval.fts_query import (
     bm25_rank_to_score,
     build_fts_query,
     keyword_boost,
+    query_terms,
 )
 
 FTS5_SYNTAX = [
@@ -289,35 +290,39 @@ def test_bm25_monotonic_within_each_sign(a: float, b: float) -> None:
 def test_keyword_boost_formula() -> None:
     # coverage 1/2, overlap 1 of 2 text tokens, no path hit, length 11/160.
     expected = 0.45 * 0.5 + 0.2 * 0.5 + 11 / 160
-    assert keyword_boost("alpha beta", "alpha gamma", "notes.md") == pytest.approx(expected)
+    assert keyword_boost(query_terms("alpha beta"), "alpha gamma", "notes.md") == pytest.approx(
+        expected
+    )
 
 
 def test_keyword_boost_path_bonus_and_length_cap() -> None:
-    with_path = keyword_boost("alpha", "alpha", "memory/Alpha.md")
-    without = keyword_boost("alpha", "alpha", "memory/notes.md")
+    with_path = keyword_boost(query_terms("alpha"), "alpha", "memory/Alpha.md")
+    without = keyword_boost(query_terms("alpha"), "alpha", "memory/notes.md")
     assert with_path - without == pytest.approx(0.18)
-    assert keyword_boost("zzz", "x" * 10_000, "a.md") == pytest.approx(0.18)
+    assert keyword_boost(query_terms("zzz"), "x" * 10_000, "a.md") == pytest.approx(0.18)
 
 
 def test_keyword_boost_repeated_query_tokens_not_overweighted() -> None:
     text, path = "alpha beta gamma", "memory/alpha.md"
-    assert keyword_boost("alpha alpha ALPHA", text, path) == keyword_boost("alpha", text, path)
+    assert keyword_boost(query_terms("alpha alpha ALPHA"), text, path) == keyword_boost(
+        query_terms("alpha"), text, path
+    )
 
 
 def test_keyword_boost_capped_at_one() -> None:
-    assert keyword_boost("alpha beta", "alpha beta " * 20, "alpha-beta.md") == 1.0
+    assert keyword_boost(query_terms("alpha beta"), "alpha beta " * 20, "alpha-beta.md") == 1.0
 
 
 def test_keyword_boost_matches_cjk_inside_a_run() -> None:
-    assert keyword_boost("北京", "我爱北京天安门", "x.md") > keyword_boost(
-        "上海", "我爱北京天安门", "x.md"
+    assert keyword_boost(query_terms("北京"), "我爱北京天安门", "x.md") > keyword_boost(
+        query_terms("上海"), "我爱北京天安门", "x.md"
     )
 
 
 @given(st.text(max_size=40), st.text(max_size=80), st.text(max_size=20))
 @settings(max_examples=200, deadline=None)
 def test_keyword_boost_in_unit_interval(query: str, text: str, path: str) -> None:
-    assert 0.0 <= keyword_boost(query, text, path) <= 1.0
+    assert 0.0 <= keyword_boost(query_terms(query), text, path) <= 1.0
 
 
 def test_keeping_drops_terms_but_never_empties_the_query() -> None:

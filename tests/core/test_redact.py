@@ -131,6 +131,8 @@ FRAGMENTS = st.sampled_from(
     [
         "KEY", "api_key", "password", "=", ":", " ", "\n", '"', "'", "\\", "…", "***", "*",
         "sk-", "ghp_", "xoxb-", "AIza", "npm_", "123456:", "Bearer ", "Authorization: ",
+        "gho_", "sk_live_", "AKIA", "ASIAY34FZKBOKMUTVV7A", "aws secret ", "://u:", "@h",
+        "Password=", ";", "&", "my password is ", "pwd=",
         "--token ", '"apiKey": "', "-----BEGIN RSA PRIVATE KEY-----",
         "-----END RSA PRIVATE KEY-----", "abcdefghij", "ABCDEFGHIJKLMNOPQRSTUV", "0123456789",
         "_", "-", ".", "é",
@@ -162,3 +164,128 @@ def test_redaction_is_idempotent_on_arbitrary_text(text: str) -> None:
 def test_prefixed_secret_never_survives(prefix: str, body: str, before: str, after: str) -> None:
     token = prefix + body
     assert token not in redact(before + token + after)
+
+
+# -- families added for issue 14.5 ------------------------------------------------------------
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("key id AKIAIOSFODNN7EXAMPLE in use", "AKIAIOSFODNN7EXAMPLE"),
+        ("temporary ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A"),
+        (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+        (f'{{"SecretAccessKey": "{AWS_SECRET}"}}', AWS_SECRET),
+        (f'{{"aws_secret_access_key":"{AWS_SECRET}"}}', AWS_SECRET),
+        (f"the aws secret key is {AWS_SECRET} ok", AWS_SECRET),
+        ("gho_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
+        ("ghu_" + "Ab1" * 12, "ghu_" + "Ab1" * 12),
+        ("ghs_" + "Zz9" * 12, "ghs_" + "Zz9" * 12),
+        ("ghr_" + "q7" * 18, "ghr_" + "q7" * 18),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "11ABCDEFG0123456789"),
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+        ("rk_live_51Habcdefghij1234", "51Habcdefghij1234"),
+        ("sk_test_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+        ("my password is hunter2.", "hunter2"),
+        ("the password is swordfish", "swordfish"),
+        ("my password for gmail is 'correct horse battery'", "correct horse battery"),
+        ("passphrase was: Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("export DB_PASSWORD='two words'", "two words"),
+    ],
+)
+def test_new_families_are_masked(text: str, secret: str) -> None:
+    redacted = redact(text)
+    assert secret not in redacted
+    assert redact(redacted) == redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "postgres://admin:hunter2@db.example.com:5432/app",
+            "postgres://admin:***@db.example.com:5432/app",
+        ),
+        ("redis://:p%40ss@cache:6379/0", "redis://:***@cache:6379/0"),
+        (
+            "Server=tcp:db,1433;Database=app;User Id=sa;Password=my pass word;Encrypt=true",
+            "Server=tcp:db,1433;Database=app;User Id=sa;Password=***;Encrypt=true",
+        ),
+        (
+            "jdbc:sqlserver://db:1433;databaseName=app;user=sa;password=Secr3t;",
+            "jdbc:sqlserver://db:1433;databaseName=app;user=sa;password=***;",
+        ),
+        (
+            "jdbc:postgresql://db/app?user=bob&password=Secr3t&ssl=true",
+            "jdbc:postgresql://db/app?user=bob&password=***&ssl=true",
+        ),
+        ("Driver={ODBC};Server=x;Uid=bob;Pwd=Secr3t;", "Driver={ODBC};Server=x;Uid=bob;Pwd=***;"),
+        ("my password is hunter2.", "my password is ***."),
+    ],
+)
+def test_passwords_become_stars_and_the_rest_is_kept(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password is incorrect.",
+        "Your password is required and the password was changed yesterday.",
+        "The password is too short; a password is a secret you keep.",
+        "See http://localhost:8080/path@foo and mail bob@example.com.",
+        "Asia pacific regional office, ASIAPACIFICREGIONALOFFICE, AKIA is a prefix.",
+        "The task-skipping logic and ghost_town rk_ sk_ prefixes stay.",
+        "Call https://example.com/a:b@c? No: the host is example.com.",
+        "We discussed AWS pricing and the secret of good soup.",
+    ],
+)
+def test_prose_about_credentials_is_unchanged(text: str) -> None:
+    assert redact(text) == text
+
+
+PROSE = (
+    "the my our password is was for key token secret aws access github stripe live test "
+    "user host server database note meeting budget roadmap Alice Bob 10:30 2026 http "
+    "example.com a an of to and in on required incorrect changed , . ; ( ) -"
+)
+PROSE_WORDS = st.sampled_from(PROSE.split())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PROSE_WORDS, max_size=25).map(" ".join))
+def test_prose_without_assignments_is_never_changed(text: str) -> None:
+    # No "=", ":", quotes, "://" or token-shaped words: nothing here is a credential.
+    assert redact(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prefix=st.sampled_from(
+        ["gho_", "ghu_", "ghs_", "ghr_", "sk_live_", "rk_live_", "sk_test_", "rk_test_"]
+    ),
+    body=st.text(alphabet="ABCDEFabcdef0123456789", min_size=24, max_size=40),
+    before=st.text(alphabet=" \n.,;:!?()", max_size=20),
+    after=st.text(alphabet=" \n.,;:!?()", max_size=20),
+)
+def test_new_prefixed_secrets_never_survive(
+    prefix: str, body: str, before: str, after: str
+) -> None:
+    token = prefix + body
+    assert token not in redact(before + token + after)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scheme=st.sampled_from(["postgres", "mysql", "mongodb+srv", "https", "amqp"]),
+    user=st.text(alphabet="abcdefxyz_.", min_size=0, max_size=8),
+    password=st.text(alphabet="ABCxyz0123456789!$*-_.~", min_size=4, max_size=30),
+)
+def test_url_passwords_never_survive(scheme: str, user: str, password: str) -> None:
+    text = f"connect to {scheme}://{user}:{password}@db.internal:5432/app now"
+    redacted = redact(text)
+    assert f":{password}@" not in redacted
+    assert redacted.endswith("@db.internal:5432/app now")
+    assert redact(redacted) == redacted

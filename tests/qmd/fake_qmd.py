@@ -5,9 +5,10 @@ Same argv shapes, JSON shapes, exit codes and error texts as the real one. Colle
 
 Faults: ``FAKE_QMD_FAULT`` = hang | crash | segv | noise | badjson | garbage | empty | big |
 busy | unique | ci | model | nofile, applied to the commands in ``FAKE_QMD_FAULT_ON`` (comma
-list, default ``search,vsearch,query``), for the first ``FAKE_QMD_FAULT_TIMES`` matching calls
-if set. ``hang`` first spawns a child (like qmd's launcher does) and writes both pids to
-``FAKE_QMD_PIDS``. Every call is appended to ``FAKE_QMD_LOG`` as one JSON line.
+list, default ``search,vsearch,query``; ``version`` is ``--version``), for the first
+``FAKE_QMD_FAULT_TIMES`` matching calls if set. ``hang`` first spawns a child (like qmd's
+launcher does) and writes both pids to ``FAKE_QMD_PIDS``. Every call is appended to
+``FAKE_QMD_LOG`` as one JSON line.
 """
 
 from __future__ import annotations
@@ -227,6 +228,7 @@ def main(argv: list[str]) -> None:
         with open(os.environ["FAKE_QMD_LOG"], "a") as fh:
             fh.write(json.dumps(entry) + "\n")
     if "--version" in argv:
+        inject(fault_for("version"))
         print("qmd 2.8.3 (fake)")
         return
     split = argv.index("--") if "--" in argv else len(argv)

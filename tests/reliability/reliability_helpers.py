@@ -53,6 +53,8 @@ SUMMARY_KEYS = (
     "injections refused",
     "recall blocks checked",
     "payloads checked",
+    "redaction families",
+    "malformed MCP messages",
     "failures",
 )
 

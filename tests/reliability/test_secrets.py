@@ -54,6 +54,15 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
         "google": "AIza" + token(rng, 35),
         "telegram": "123456789:" + token(rng, 35),
         "pem": token(rng, 64),
+        "aws_id": "AKIA" + token(rng, 16, string.ascii_uppercase + string.digits),
+        "aws_secret": token(rng, 40, string.ascii_letters + string.digits + "/+"),
+        "github_oauth": "gho_" + token(rng, 36),
+        "github_server": "ghs_" + token(rng, 36),
+        "stripe": "sk_live_" + token(rng, 24),
+        "stripe_restricted": "rk_live_" + token(rng, 24),
+        "url_password": token(rng, 16),
+        "ado_password": token(rng, 14),
+        "phrase_password": token(rng, 13),
     }
     carriers = {
         "openai": f"my key is {values['openai']} keep it safe",
@@ -68,6 +77,15 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
         "pem": "-----BEGIN RSA PRIVATE KEY-----\n"
         + values["pem"]
         + "\n-----END RSA PRIVATE KEY-----",
+        "aws_id": f"deploy with access key {values['aws_id']} today",
+        "aws_secret": f"the aws secret access key is {values['aws_secret']} (rotate it)",
+        "github_oauth": f"oauth token {values['github_oauth']} from the app",
+        "github_server": f"actions used {values['github_server']} in CI",
+        "stripe": f"billing uses {values['stripe']} in production",
+        "stripe_restricted": f"reporting key {values['stripe_restricted']} is read-only",
+        "url_password": f"db at postgres://app:{values['url_password']}@db.internal:5432/app",
+        "ado_password": f"Server=db;Database=app;User Id=sa;Password={values['ado_password']};",
+        "phrase_password": f"my password is {values['phrase_password']} for the vault",
     }
     return {values[k]: carriers[k] for k in values}
 
@@ -159,3 +177,4 @@ def test_session_secrets_reach_no_index_provider_or_log(
             assert found == 0, f"the keyword index knows {fragment[:8]}…"
     conn.close()
     COUNTS["secrets checked"] += len(secrets)
+    COUNTS["redaction families"] += len(secrets)

@@ -23,6 +23,7 @@ from ..factory import open_memory, resolve_workspace
 from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
 from ..plugins import get_registry
+from ..retrieval.query_limit import truncation_warning
 from .diagnostics import doctor_report, plugin_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -152,6 +153,9 @@ def search(
     if not no_sync:
         manager.sync(reason="search")
     results = manager.search(query, max_results=max_results, min_score=min_score)
+    warning = truncation_warning(query, ctx.settings().query.max_chars)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         _emit_json({"query": query, "results": [r.model_dump() for r in results]})
         return

@@ -132,19 +132,26 @@ def bm25_rank_to_score(rank: float) -> float:
     return 1 / (1 + rank)
 
 
-def keyword_boost(query: str, text: str, path: str) -> float:
+def query_terms(query: str) -> frozenset[str]:
+    """The distinct terms of ``query`` that :func:`keyword_boost` compares (CJK as n-grams);
+    compute them once per query, not once per candidate."""
+    return frozenset(_word_terms(query))
+
+
+def keyword_boost(query: str | frozenset[str], text: str, path: str) -> float:
     """Extra score for a keyword-only hit, capped at 1 (the caller adds it to the text score).
 
-    ``0.45`` x the share of distinct query terms found in the text, ``0.2`` x overlap over the
-    distinct text terms, ``0.18`` per query term contained in the lowercased path, and up to
-    ``0.18`` for text length (``len(text) / 160``). CJK is compared as the index n-grams.
+    ``query`` is the query or, when scoring many hits, its :func:`query_terms` computed once.
+    ``0.45`` x the share of query terms found in the text, ``0.2`` x overlap over the distinct
+    text terms, ``0.18`` per query term contained in the lowercased path, and up to ``0.18``
+    for text length (``len(text) / 160``). CJK is compared as the index n-grams.
     """
-    query_terms = set(_word_terms(query))
+    terms = query_terms(query) if isinstance(query, str) else query
     text_terms = set(_tokens(segment_for_index(text)))
-    overlap = len(query_terms & text_terms)
-    coverage = overlap / len(query_terms) if query_terms else 0.0
+    overlap = len(terms & text_terms)
+    coverage = overlap / len(terms) if terms else 0.0
     density = overlap / len(text_terms) if text_terms else 0.0
     lowered_path = path.lower()
-    path_hits = sum(1 for term in query_terms if term in lowered_path)
+    path_hits = sum(1 for term in terms if term in lowered_path)
     boost = 0.45 * coverage + 0.2 * density + 0.18 * path_hits + min(len(text) / 160, 0.18)
     return min(1.0, boost)

@@ -1,15 +1,27 @@
 """Mask secrets (API keys, tokens, passwords, private keys) in text before it is indexed.
 
 Tokens shorter than 18 characters become ``***``; longer ones keep their first 6 and last 4
-characters around ``…``. Private-key PEM blocks keep only their BEGIN and END markers. All
-patterns are case-insensitive. :func:`redact` is idempotent: a value that already has the
-masked shape (``***`` or 6 characters, ``…``, 4 characters) is left as it is, and the patterns
-are re-applied until nothing changes, because masking one match can expose another.
+characters around ``…``. Passwords (in URLs, connection strings and "my password is …"
+phrasing) always become ``***``. Private-key PEM blocks keep only their BEGIN and END markers.
+Patterns are case-insensitive, except AWS access key ids, whose upper-case shape is what tells
+them from words. :func:`redact` is idempotent: a value that already has the masked shape
+(``***`` or 6 characters, ``…``, 4 characters) is left as it is, and the patterns are
+re-applied until nothing changes, because masking one match can expose another.
+
+Families: ENV-style assignments, JSON fields and CLI flags named like a key, token, secret or
+password; ``Authorization``/``Bearer`` tokens; PEM private keys; AWS access key ids
+(``AKIA``/``ASIA``/...) and secret keys (40 base64 characters near "aws ... secret");
+GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), OpenAI-style
+``sk-``, Stripe (``sk_live_``, ``rk_live_``, ``sk_test_``, ...), Slack, Groq, Google,
+Perplexity, npm and Telegram tokens; ``scheme://user:password@host``; ``Password=...;`` and
+``Pwd=...`` in ADO/JDBC/ODBC strings and ``password=`` URL parameters.
 """
 
 from __future__ import annotations
 
 import re
+
+from memwell.retrieval.stopwords import STOPWORDS_EN
 
 _MIN_VISIBLE_LENGTH = 18
 _KEEP_START = 6
@@ -24,6 +36,18 @@ _BEARER_CHARS = r"A-Za-z0-9._\-+="
 _MASKED = re.compile(rf"\*\*\*|.{{{_KEEP_START}}}{_ELLIPSIS}.{{{_KEEP_END}}}", re.DOTALL)
 
 
+_BASE64 = "A-Za-z0-9/+="
+_SECRET_NAME = r"[A-Za-z0-9_-]*(?:secret|token|password|passwd|api_?key|access_?key|private_?key)"
+_PASSWORD_STATES = (
+    "required incorrect wrong invalid correct expired missing empty blank set unset stored "
+    "saved changed reset weak strong long short secure safe unknown hidden encrypted hashed "
+    "needed optional mandatory protected shown sent case sensitive different same mine yours "
+    "ours theirs good bad fine ok okay easy hard simple new old"
+)
+#: Words that follow "password is" in prose about a password rather than a password itself.
+_PROSE_AFTER_PASSWORD = STOPWORDS_EN | frozenset(_PASSWORD_STATES.split())
+
+
 def _prefixed(prefix: str, body: str, min_len: int) -> str:
     return rf"{_WORD_START}(?P<tok>{prefix}[{body}]{{{min_len},}})"
 
@@ -31,12 +55,21 @@ def _prefixed(prefix: str, body: str, min_len: int) -> str:
 _PATTERNS = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
-        # ENV-style assignments: FOO_API_KEY=value, password: "value".
+        # Passwords in URLs (scheme://user:password@host) and connection strings
+        # (ADO/ODBC "Password=...;", "Pwd=...", JDBC/URL "?password=...&").
+        r"[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<pw>[^\s@/]+)@",
+        r"(?:(?<=[;?&\s\"'])|^)(?:password|pwd)\s*=\s*"
+        r"(?P<pw>[^;&\s\"'](?:[^;&\r\n\"']*[^;&\s\"'])?(?=\s*;)|[^;&\s\"']+)",
+        # "my password is hunter2", "the passphrase for the vault was 'x y'".
+        r"\b(?:password|passphrase|passcode|passwd)(?:\s+for\s+[^\s]{1,40})?\s+(?:is|was)\s*:?\s+"
+        r"(?:(?P<q>[\"'`])(?P<pw>[^\"'`\r\n]{1,100})(?P=q)|(?P<word>[^\s\"'`]+))",
+        # ENV-style assignments: FOO_API_KEY=value, password: "value", TOKEN='a b' (the first
+        # alternative recognises a connection-string password masked above).
         rf"{_WORD_START}[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?![{_WORD}])"
-        r"\s*[=:]\s*(?P<q>[\"']?)(?P<tok>[^\s\"'\\]+)(?P=q)",
-        # JSON fields.
-        r"\"(?:apiKey|token|secret|password|passwd|accessToken|refreshToken)\"\s*:\s*"
-        r"\"(?P<tok>[^\"]+)\"",
+        r"\s*[=:]\s*(?P<q>[\"']?)"
+        r"(?P<tok>\*\*\*(?=[;&])|(?<=[\"'])[^\"'\r\n\\]+(?=[\"'])|[^\s\"'\\]+)(?P=q)",
+        # JSON fields named like a secret ("apiKey", "aws_secret_access_key", "SecretAccessKey").
+        rf"\"{_SECRET_NAME}\"\s*:\s*\"(?P<tok>[^\"]+)\"",
         # CLI flags.
         r"--(?:api[-_]?key|token|secret|password|passwd)\s+(?P<q>[\"']?)(?P<tok>[^\s\"']+)(?P=q)",
         # Authorization headers; the first alternative recognises an already masked token.
@@ -45,7 +78,8 @@ _PATTERNS = tuple(
         rf"{_WORD_START}Bearer\s+(?P<tok>[{_BEARER_CHARS}]{{18,}})",
         # Well-known token prefixes.
         _prefixed("sk-", r"A-Za-z0-9_\-", 8),
-        _prefixed("ghp_", "A-Za-z0-9", 20),
+        _prefixed("(?:sk|rk)_(?:live|test)_", "A-Za-z0-9", 10),
+        _prefixed("gh[pousr]_", "A-Za-z0-9", 20),
         _prefixed("github_pat_", "A-Za-z0-9_", 20),
         _prefixed("xox[baprs]-", r"A-Za-z0-9\-", 10),
         _prefixed("xapp-", r"A-Za-z0-9\-", 10),
@@ -55,6 +89,11 @@ _PATTERNS = tuple(
         _prefixed("npm_", "A-Za-z0-9", 10),
         # Telegram bot tokens.
         _prefixed("[0-9]{6,}:", r"A-Za-z0-9_\-", 20),
+        # AWS access key ids (upper case only) and secret keys named nearby.
+        r"(?<![A-Za-z0-9])(?P<tok>(?-i:(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])"
+        r"[A-Z0-9]{16}))(?![A-Za-z0-9])",
+        rf"(?<![A-Za-z])aws[^\n]{{0,24}}?secret[^\n]{{0,24}}?(?<![{_BASE64}])(?P<tok>[{_BASE64}]{{40}})"
+        rf"(?![{_BASE64}])",
     )
 )
 
@@ -70,10 +109,28 @@ def _mask(token: str) -> str:
     return f"{token[:_KEEP_START]}{_ELLIPSIS}{token[-_KEEP_END:]}"
 
 
+def _masked_group(match: re.Match[str]) -> tuple[str, str] | None:
+    """(group name, replacement) of the part of ``match`` to hide, or ``None`` to keep it."""
+    groups = match.groupdict()
+    if groups.get("pw") is not None:
+        return "pw", "***"
+    word = groups.get("word")
+    if word is not None:
+        bare = word.rstrip(".,;:!?)")
+        if not bare or bare.lower() in _PROSE_AFTER_PASSWORD or bare == "***":
+            return None
+        return "word", "***" + word[len(bare) :]
+    return "tok", _mask(match.group("tok"))
+
+
 def _mask_match(match: re.Match[str]) -> str:
     whole, offset = match.group(0), match.start()
-    start, end = match.start("tok") - offset, match.end("tok") - offset
-    return f"{whole[:start]}{_mask(match.group('tok'))}{whole[end:]}"
+    masked = _masked_group(match)
+    if masked is None:
+        return whole
+    name, replacement = masked
+    start, end = match.start(name) - offset, match.end(name) - offset
+    return f"{whole[:start]}{replacement}{whole[end:]}"
 
 
 def _redact_pem(text: str) -> str:

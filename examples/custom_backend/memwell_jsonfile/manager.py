@@ -29,6 +29,7 @@ from memwell.models import (
 from memwell.retrieval.chunking import CHUNKER_VERSION, chunk_markdown
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import citations_enabled, to_results
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 from memwell.sources.paths import read_memory_file
@@ -198,7 +199,7 @@ class JsonFileManager(BaseMemoryManager):
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
         self._check_open()
-        text = query.strip() if isinstance(query, str) else ""
+        text = bound_query(query, self.settings.query.max_chars) if isinstance(query, str) else ""
         if not text or (sources is not None and "memory" not in sources):
             return []
         if self.settings.sync.on_search:
@@ -248,6 +249,7 @@ class JsonFileManager(BaseMemoryManager):
         chunks = index.chunk_count
         return MemoryStatus(
             backend=BACKEND_NAME,
+            query_max_chars=self.settings.query.max_chars,
             requested_provider=self.settings.provider,
             files=len(index.files),
             chunks=chunks,

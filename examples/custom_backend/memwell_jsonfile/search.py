@@ -17,6 +17,7 @@ import numpy as np
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
 from memwell.retrieval.fts_query import keyword_boost
+from memwell.retrieval.fts_query import query_terms as boost_terms
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 
@@ -70,13 +71,14 @@ def keyword_candidates(
     terms = query_terms(query)
     if not terms:
         return []
+    boosting = boost_terms(query)  # once per query, not once per hit
     hits = []
     for row in rows:
         matched = sum(term in row.terms for term in terms)
         if matched:
             hit = row.candidate(text_score=matched / len(terms))
             if boost:
-                hit.score = min(1.0, hit.text_score + keyword_boost(query, row.text, row.path))
+                hit.score = min(1.0, hit.text_score + keyword_boost(boosting, row.text, row.path))
             hits.append(hit)
     hits.sort(key=lambda c: c.score, reverse=True)
     return hits[:limit]

@@ -27,6 +27,7 @@ from memwell.models import (
 )
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
+from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.paths import read_memory_file
@@ -329,7 +330,7 @@ class SqliteMemoryManager(BaseMemoryManager):
     ) -> list[MemorySearchResult]:
         if self.closed:
             raise BackendUnavailableError("memory manager is closed")
-        text = query.strip() if isinstance(query, str) else ""
+        text = bound_query(query, self.settings.query.max_chars) if isinstance(query, str) else ""
         if not text:
             return []
         wanted: list[str] = [
@@ -472,6 +473,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         vec_enabled = self.settings.store.vector.enabled
         return MemoryStatus(
             backend="builtin",
+            query_max_chars=self.settings.query.max_chars,
             requested_provider=self.settings.provider,
             files=files,
             chunks=chunks,

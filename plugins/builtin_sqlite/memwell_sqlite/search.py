@@ -11,7 +11,7 @@ from pathlib import Path
 from memwell.config import MemwellSettings
 from memwell.embeddings import Vector
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.fts_query import build_fts_query, keyword_boost
+from memwell.retrieval.fts_query import build_fts_query, keyword_boost, query_terms
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 
 from .store import IndexStore
@@ -83,8 +83,9 @@ class Searcher:
         """FTS-only mode (spec 4.4): BM25 plus the reference's boosts; relaxed floor 0."""
         limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
         hits = self.keyword(store, query, limit, sources)
+        terms = query_terms(query)
         boosted = [
-            replace(c, score=min(1.0, c.text_score + keyword_boost(query, c.text, c.path)))
+            replace(c, score=min(1.0, c.text_score + keyword_boost(terms, c.text, c.path)))
             for c in hits
         ]
         ranked = rank_candidates(boosted, self.settings.query.hybrid, mtime_of=self._mtime)

@@ -83,6 +83,11 @@ class LanceDatabase:
         with self._lock:
             return self._tables.setdefault(name, table)
 
+    def forget(self, name: str) -> None:
+        """Drop the cached handle of ``name`` (its table was deleted behind our back)."""
+        with self._lock:
+            self._tables.pop(name, None)
+
     def create(self, name: str, schema: pa.Schema, data: pa.Table | None = None) -> Table:
         """Create ``name`` (replacing any old table in one commit) and return it."""
         mode = "overwrite" if name in self.table_names() else "create"

@@ -15,6 +15,7 @@ The ``## <uuid>`` heading starts an entry; ``- key: value`` lines carry its fiel
 line as ``>``), so no text can forge a heading or a field. Lines before the first heading are
 a free-form preamble. Forgetting a memory removes its entry and leaves every other line as it
 was. Appends and removals hold an exclusive lock, so processes on one machine can share it.
+Appended entries are redacted (:func:`memwell.sources.redact.redact`), whoever appends them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .memory import CATEGORIES, DEFAULT_IMPORTANCE, Memory, is_memory_id
+from .memory import CATEGORIES, DEFAULT_IMPORTANCE, Memory, is_memory_id, redacted
 
 log = logging.getLogger(__name__)
 
@@ -184,14 +185,15 @@ class Journal:
         return self.path.is_file()
 
     def append(self, memory: Memory) -> None:
-        """Append one entry (creating the file with its preamble first)."""
+        """Append one entry, secrets masked (creating the file with its preamble first)."""
+        entry = format_entry(redacted(memory))
         with self._locked():
             self._check_path()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as handle:
                 if handle.tell() == 0:
                     handle.write(PREAMBLE + "\n")
-                handle.write(format_entry(memory))
+                handle.write(entry)
 
     def remove(self, memory_id: str) -> bool:
         """Delete the entry of ``memory_id`` (atomically rewriting the file); True if found."""

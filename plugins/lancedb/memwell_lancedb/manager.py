@@ -29,6 +29,7 @@ from memwell.models import (
     SourceCount,
     VectorStatus,
 )
+from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.paths import read_memory_file
 
@@ -128,7 +129,7 @@ class LanceMemoryManager(BaseMemoryManager):
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
         self._check_open()
-        text = query.strip()
+        text = bound_query(query, self.settings.query.max_chars)
         if not text:
             return []
         limit = max(1, max_results if max_results is not None else self.settings.query.max_results)
@@ -268,8 +269,11 @@ class LanceMemoryManager(BaseMemoryManager):
                 memories = self.memories.stats()
             except Exception as exc:
                 memories = {"count": None, "error": f"{type(exc).__name__}: {exc}"}
+            if self.memories.recovery is not None:
+                memories["rebuilt_from_journal"] = self.memories.recovery
         return MemoryStatus(
             backend=BACKEND_NAME,
+            query_max_chars=self.settings.query.max_chars,
             requested_provider=self.settings.provider,
             files=sum(f for _, f, _ in counts),
             chunks=sum(c for _, _, c in counts),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
+
+from memwell.sources.redact import redact
 
 Category = Literal["preference", "decision", "entity", "fact", "other"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
@@ -67,3 +69,9 @@ class MemoryHit:
 
     def as_dict(self) -> dict[str, object]:
         return {**self.memory.as_dict(), "score": round(self.score, 4)}
+
+
+def redacted(memory: Memory) -> Memory:
+    """``memory`` with secrets masked in its text and session (:mod:`memwell.sources.redact`)."""
+    session = redact(memory.session) if memory.session else memory.session
+    return replace(memory, text=redact(memory.text), session=session)

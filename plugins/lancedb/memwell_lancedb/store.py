@@ -4,18 +4,26 @@ Scores are cosine similarities clamped to [0, 1] (the reference used ``1/(1+L2)`
 belong to one provider's vector space, recorded in the meta table; opening the table with
 another provider re-embeds every memory (same ids, texts and metadata) before any search, so
 vectors of two models are never compared.
+
+A lost table (its directory deleted, say) is rebuilt from the journal as soon as an operation
+finds it missing, in this process or a new one; :attr:`MemoryStore.recovery` says when, and
+``status()`` shows it.
+
+Every text is redacted (:func:`memwell.sources.redact.redact`) before it is embedded or
+written: a stored memory, a re-embedded table and a rebuild from a hand-edited journal.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 from memwell.agent import looks_like_prompt_injection
@@ -23,9 +31,10 @@ from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import Vector
 from memwell.errors import ProviderUnavailableError
 from memwell.retrieval.hybrid import clamp01
+from memwell.sources.redact import redact
 
 from .db import LanceDatabase, Table, arrow_rows, sql_literal, vector_type
-from .journal import Journal
+from .journal import Journal, format_timestamp
 from .memory import (
     CATEGORIES,
     DEFAULT_IMPORTANCE,
@@ -36,6 +45,7 @@ from .memory import (
     is_memory_id,
     normalise_text,
     one_line,
+    redacted,
 )
 
 log = logging.getLogger(__name__)
@@ -90,6 +100,30 @@ class RebuildReport:
     problems: list[str] = field(default_factory=list)
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _recovers_lost_table(
+    method: Callable[Concatenate[MemoryStore, _P], _T],
+) -> Callable[Concatenate[MemoryStore, _P], _T]:
+    """Retry ``method`` once when it failed because the memories table vanished under a
+    cached handle; the retry finds the table missing and rebuilds it from the journal."""
+
+    def wrapper(self: MemoryStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:
+            with self._lock:
+                if MEMORIES_TABLE in self.db.table_names():
+                    raise
+                self.db.forget(MEMORIES_TABLE)
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(wrapper, method)
+    return wrapper
+
+
 def _memory(row: dict[str, Any]) -> Memory:
     return Memory(
         id=row["id"],
@@ -117,6 +151,8 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._checked = False
         self._writes = 0
+        #: The last automatic rebuild of a lost table: when, how many memories, from where.
+        self.recovery: dict[str, Any] | None = None
 
     # -- the table --------------------------------------------------------------------------
 
@@ -131,7 +167,7 @@ class MemoryStore:
         """The memories table in the active vector space (re-embedded if it was not)."""
         self._require_provider()
         with self._lock:
-            table = self.db.open(MEMORIES_TABLE)
+            table = self.db.open(MEMORIES_TABLE) or self._recover_lost_table()
             if table is not None and not self._checked:
                 meta = self.db.get_meta(META_KEY) or {}
                 if meta.get("provider_key") != self.runtime.provider_key():
@@ -143,8 +179,29 @@ class MemoryStore:
                 self._checked = True
             return table
 
+    def _recover_lost_table(self) -> Table | None:
+        """Rebuild the missing table from the journal's entries; ``None`` if it has none."""
+        parsed = self.journal.read() if self.journal is not None else None
+        if self.journal is None or parsed is None or not parsed.memories:
+            return None
+        log.warning(
+            "memwell lancedb: the memories table is missing; rebuilding %d memories from %s",
+            len(parsed.memories),
+            self.journal.path,
+        )
+        table = self._write_all(parsed.memories)
+        self._checked = True
+        self.recovery = {
+            "at": format_timestamp(int(time.time() * 1000)),
+            "memories": len(parsed.memories),
+            "journal": str(self.journal.path),
+            "reason": "the memories table was missing",
+        }
+        return table
+
     def _write_all(self, memories: Sequence[Memory]) -> Table:
-        """Replace the table with ``memories`` (embedded now) in one commit."""
+        """Replace the table with ``memories`` (redacted and embedded now) in one commit."""
+        memories = [redacted(m) for m in memories]
         texts = [m.text for m in memories]
         matrix = self.runtime.embed_documents(texts) if texts else None
         dims = int(matrix.shape[1]) if matrix is not None else self._dims()
@@ -186,6 +243,7 @@ class MemoryStore:
 
     # -- operations -------------------------------------------------------------------------
 
+    @_recovers_lost_table
     def store(
         self,
         text: str,
@@ -196,10 +254,12 @@ class MemoryStore:
     ) -> StoreOutcome:
         """Store ``text`` unless a memory at least 0.95 similar exists.
 
+        The text is redacted first, so no secret reaches the provider, the table or the journal.
+
         :raises MemoryRejected: empty, longer than 10,000 characters, or prompt injection.
         :raises ValueError: an unknown category or an importance outside [0, 1].
         """
-        clean = normalise_text(text)
+        clean = redact(normalise_text(text))
         if not clean:
             raise MemoryRejected("empty", "the memory text is empty")
         if len(clean) > MAX_MEMORY_CHARS:
@@ -223,7 +283,7 @@ class MemoryStore:
                 category=category,
                 importance=float(importance),
                 created_at=int(time.time() * 1000),
-                session=one_line(session),
+                session=one_line(redact(session) if session else session),
             )
             schema = table.schema
             table.add(arrow_rows([{**memory.as_dict(), "vector": vector}], schema))
@@ -237,6 +297,7 @@ class MemoryStore:
                 log.warning("memwell lancedb: journal append failed: %s", journal_error)
         return StoreOutcome("created", memory, journal_error=journal_error)
 
+    @_recovers_lost_table
     def recall(
         self, query: str, *, limit: int = RECALL_LIMIT, min_score: float = RECALL_MIN_SCORE
     ) -> list[MemoryHit]:
@@ -249,6 +310,7 @@ class MemoryStore:
         vector = self.runtime.embed_query(query)
         return [hit for hit in self._nearest(table, vector, limit) if hit.score >= min_score]
 
+    @_recovers_lost_table
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id, or ``None``; the id must be a UUID."""
         if not is_memory_id(memory_id):
@@ -260,6 +322,7 @@ class MemoryStore:
         rows = table.search().where(where).limit(1).select(_COLUMNS).to_list()
         return _memory(rows[0]) if rows else None
 
+    @_recovers_lost_table
     def forget(self, memory_id: str) -> Memory | None:
         """Delete the memory ``memory_id`` (and its journal entry); returns it, or ``None``."""
         with self._lock:
@@ -273,6 +336,7 @@ class MemoryStore:
             self.journal.remove(memory.id)
         return memory
 
+    @_recovers_lost_table
     def list(self, *, limit: int | None = None) -> list[Memory]:
         """Memories, newest first."""
         table = self._table(create=False)
@@ -281,6 +345,7 @@ class MemoryStore:
         memories = sorted(self._all(table), key=lambda m: (-m.created_at, m.id))
         return memories if limit is None else memories[:limit]
 
+    @_recovers_lost_table
     def stats(self) -> dict[str, Any]:
         """Counts in total and per category, and the vector dimensions."""
         table = self._table(create=False)

@@ -18,8 +18,8 @@ from pathlib import Path
 from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 
 from .config import QmdCollection
-from .errors import QmdCollectionConflict, QmdCollectionMissing
-from .process import QmdRunner
+from .errors import QmdCollectionConflict, QmdCollectionMissing, QmdTimeout
+from .process import CommandRunner
 from .state import QmdState
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def desired_collections(
 
 
 def reconcile(
-    runner: QmdRunner,
+    runner: CommandRunner,
     state: QmdState,
     desired: Sequence[CollectionSpec],
     *,
@@ -112,7 +112,9 @@ def reconcile(
     with our name but another path or pattern, or another name holding our (path, pattern).
     Removed: collections we own (``owned``) that are no longer desired. Foreign collections
     are left alone. A desired collection whose directory does not exist yet is skipped and
-    reported as missing; a later update adds it once the directory appears.
+    reported as missing; a later update adds it once the directory appears. An ``add`` that
+    times out after qmd registered the collection (qmd registers it, then indexes) counts as
+    present: the next ``qmd update`` finishes its index.
     """
     existing = state.read_collections()
     present: set[str] = set()
@@ -145,11 +147,14 @@ def reconcile(
         args = ["collection", "add", str(spec.root), "--name", spec.name, "--mask", spec.pattern]
         try:
             runner.run(args, timeout=add_timeout)
-        except QmdCollectionConflict:
-            # another writer added the same collection meanwhile: accept it if it matches
+        except (QmdCollectionConflict, QmdTimeout) as exc:
+            # another writer added the same collection meanwhile, or indexing it outlasted the
+            # timeout: accept it if qmd has it as we asked
             entry = state.read_collections().get(spec.name)
             if entry is None or not spec.same_target(entry.path, entry.pattern):
                 raise
+            if isinstance(exc, QmdTimeout):
+                log.info("qmd collection %s added; the next update finishes its index", spec.name)
         present.add(spec.name)
     wanted = {spec.name for spec in desired}
     for stale in sorted(owned - wanted):

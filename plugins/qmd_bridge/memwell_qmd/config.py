@@ -35,8 +35,13 @@ class QmdCollection(_Strict):
 
 
 class QmdTimeouts(_Strict):
-    """Seconds before a qmd call's whole process group is killed."""
+    """Seconds before a qmd call's whole process group is killed.
 
+    ``startup`` bounds the whole start-up (``qmd --version`` and collection setup) that
+    ``open_memory`` waits for; past it the builtin fallback serves and the error says why.
+    """
+
+    startup: float = Field(10.0, gt=0)
     search: float = Field(4.0, gt=0)
     collection: float = Field(30.0, gt=0)
     update: float = Field(120.0, gt=0)

@@ -7,6 +7,7 @@ Every class derives from :class:`memwell.errors.BackendUnavailableError`, so a f
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Sequence
 
 from memwell.errors import BackendUnavailableError
@@ -46,7 +47,8 @@ class QmdTimeout(QmdError):
 
 
 class QmdRuntimeBroken(QmdError):
-    """qmd crashed natively (SIGSEGV): usually a Node older than 22 for its native modules."""
+    """qmd's runtime failed: it was killed by a signal (a native crash such as SIGSEGV), or
+    its Node is not one its native modules were built for."""
 
 
 class QmdConfigError(QmdError):
@@ -85,7 +87,14 @@ class QmdCommandError(QmdError):
     """qmd exited non-zero for another reason."""
 
 
-_SIGSEGV = 11
+MIN_NODE_MAJOR = 22
+"""qmd 2.x needs Node 22 or newer for its native modules."""
+_NODE_MISMATCH = re.compile(
+    r"NODE_MODULE_VERSION|was compiled against a different Node\.js version"
+    r"|requires? Node(?:\.js)? (?:version )?>= ?\d+|Unsupported engine",
+    re.I,
+)
+_NODE_VERSION = re.compile(r"v?(\d+)\.\d+\.\d+")
 _PATTERNS: tuple[tuple[re.Pattern[str], type[QmdError]], ...] = (
     (re.compile(r"LLM operations are disabled in CI"), QmdConfigError),
     (
@@ -106,19 +115,49 @@ _PATTERNS: tuple[tuple[re.Pattern[str], type[QmdError]], ...] = (
 )
 
 
-def classify_failure(args: Sequence[str], returncode: int, stdout: str, stderr: str) -> QmdError:
-    """Map a non-zero exit of ``qmd <args>`` to the most specific :class:`QmdError`."""
+def signal_of(returncode: int) -> signal.Signals | None:
+    """The signal that ended a process: ``-N`` from Python, ``128+N`` from a shell launcher."""
+    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else 0
+    try:
+        return signal.Signals(number) if number else None
+    except ValueError:
+        return None
+
+
+def node_too_old(node_version: str | None) -> bool:
+    """Whether ``node --version`` output names a Node older than :data:`MIN_NODE_MAJOR`."""
+    found = _NODE_VERSION.search(node_version or "")
+    return found is not None and int(found.group(1)) < MIN_NODE_MAJOR
+
+
+def classify_failure(
+    args: Sequence[str],
+    returncode: int,
+    stdout: str,
+    stderr: str,
+    *,
+    node_version: str | None = None,
+) -> QmdError:
+    """Map a non-zero exit of ``qmd <args>`` to the most specific :class:`QmdError`.
+
+    The message carries qmd's own output. It names the Node version as the cause only when
+    that is what failed: qmd's output says so (a native module built for another Node), or
+    the process crashed on a signal and ``node_version`` (``node --version`` of the Node that
+    runs qmd) is older than :data:`MIN_NODE_MAJOR`.
+    """
     command = "qmd " + " ".join(args[:2])
     detail = tail(stderr) or tail(stdout)
-    if returncode in (139, -_SIGSEGV):
-        return QmdRuntimeBroken(
-            f"{command} crashed with SIGSEGV: wrong Node version for qmd's native modules "
-            "(qmd 2.x needs Node >= 22)",
-            args=args,
-            returncode=returncode,
-            stderr=stderr,
-        )
     text = f"{stderr}\n{stdout}"
+    crash = signal_of(returncode)
+    if _NODE_MISMATCH.search(text):
+        message = f"{command} failed (exit {returncode}): Node version mismatch: {detail}"
+        return QmdRuntimeBroken(message, args=args, returncode=returncode, stderr=stderr)
+    if crash is not None and crash != signal.SIGKILL:
+        message = f"{command} crashed with {crash.name} (exit {returncode})"
+        if node_too_old(node_version):
+            message += f"; Node {node_version} is too old (qmd 2.x needs Node >= {MIN_NODE_MAJOR})"
+        message += f": {detail}" if detail else ""
+        return QmdRuntimeBroken(message, args=args, returncode=returncode, stderr=stderr)
     for pattern, cls in _PATTERNS:
         if pattern.search(text):
             return cls(
@@ -127,6 +166,8 @@ def classify_failure(args: Sequence[str], returncode: int, stdout: str, stderr: 
                 returncode=returncode,
                 stderr=stderr,
             )
+    if crash is not None:
+        detail = detail or "killed by SIGKILL (another process or the out-of-memory killer)"
     return QmdCommandError(
         f"{command} failed (exit {returncode}): {detail or 'no output'}",
         args=args,

@@ -29,6 +29,7 @@ from memwell.models import (
     SyncProgress,
     VectorStatus,
 )
+from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import citations_enabled, format_citation, truncate_snippet
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 from memwell.sources.paths import read_memory_file
@@ -48,7 +49,7 @@ from .errors import (
 )
 from .modelfiles import DEFAULT_MODELS, ENV_VARS, ROLES, missing_models, resolve_model
 from .parsing import QmdHit, QmdStatusInfo, parse_search_output, parse_status, parse_version
-from .process import QmdRunner
+from .process import CommandRunner, QmdRunner, StartupRunner
 from .state import QmdState
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,6 @@ SEARCH_WAIT_SECONDS = 0.5
 BOOT_ATTEMPTS = 3
 BACKOFF_BASE_SECONDS = 60.0
 BACKOFF_CAP_SECONDS = 3600.0
-MAX_QUERY_CHARS = 8192
 MAX_RESCUE_KEYWORDS = 8
 _EMBED_SKIPPED = "Another embed process is already running"
 _WORD = re.compile(r"\w+")
@@ -196,8 +196,9 @@ class QmdMemoryManager(BaseMemoryManager):
             env=self._child_env,
             max_output_bytes=config.max_output_bytes,
         )
+        startup = StartupRunner(self.runner, config.timeouts.startup)
         try:
-            self.version = self._check_version()
+            self.version = self._check_version(startup)
             if purpose == "status":
                 known = self.state.read_collections()
                 self._present = {spec.name for spec in self.collections if spec.name in known}
@@ -207,7 +208,7 @@ class QmdMemoryManager(BaseMemoryManager):
                 self.state.pin_models(self._pinned, set(manifest.get("pinned_models", [])))
                 manifest["pinned_models"] = sorted(self._pinned)
                 self.state.write_manifest(manifest)
-                self._reconcile()
+                self._reconcile(startup)
             self._start_background()
         except BaseException:
             self.close()
@@ -252,8 +253,8 @@ class QmdMemoryManager(BaseMemoryManager):
             env["QMD_FORCE_CPU"] = "1"
         return env
 
-    def _check_version(self) -> str:
-        out = self.runner.run(["--version"], timeout=self.config.timeouts.collection)
+    def _check_version(self, runner: CommandRunner) -> str:
+        out = runner.run(["--version"], timeout=self.config.timeouts.collection)
         version = parse_version(out.stdout + out.stderr)
         if version is None:
             raise QmdNotInstalled(
@@ -271,11 +272,11 @@ class QmdMemoryManager(BaseMemoryManager):
 
     # -- collections, update and embed ------------------------------------------------------
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, runner: CommandRunner | None = None) -> None:
         with self._lock:
             manifest = self.state.read_manifest()
             present, missing = reconcile(
-                self.runner,
+                runner or self.runner,
                 self.state,
                 self.collections,
                 owned=set(manifest.get("collections", [])),
@@ -651,7 +652,7 @@ class QmdMemoryManager(BaseMemoryManager):
             return []
         limit = max(1, max_results or self.settings.query.max_results)
         threshold = 0.0 if min_score is None else min_score
-        clean = query.replace("\x00", " ").strip()[:MAX_QUERY_CHARS]
+        clean = bound_query(query.replace("\x00", " "), self.settings.query.max_chars)
         hits = self._search_hits(clean, limit, threshold, names)
         return self._to_results(hits, threshold, session_key)[:limit]
 
@@ -686,6 +687,7 @@ class QmdMemoryManager(BaseMemoryManager):
         mode, reason = self._wanted_mode()
         return MemoryStatus(
             backend=BACKEND_NAME,
+            query_max_chars=self.settings.query.max_chars,
             provider=BACKEND_NAME,
             model=self.models["embed"] if self.vectors_wanted else None,
             requested_provider=BACKEND_NAME,

@@ -11,6 +11,8 @@ import contextlib
 import errno
 import logging
 import os
+import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -18,15 +20,27 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
-from .errors import QmdError, QmdNotInstalled, QmdOutputError, QmdTimeout, classify_failure, tail
+from .errors import (
+    QmdError,
+    QmdNotInstalled,
+    QmdOutputError,
+    QmdTimeout,
+    classify_failure,
+    signal_of,
+    tail,
+)
 
 log = logging.getLogger(__name__)
 
 _READ_CHUNK = 65536
 _NOT_RUNNABLE = frozenset({errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.ENOEXEC})
 _JOIN_SECONDS = 5.0
+_NODE_PROBE_SECONDS = 5.0
+_LAUNCHER_BYTES = 4096
+_NODE_NAME = re.compile(r"^node(?:\d+)?$")
+_NODE_IN_LAUNCHER = re.compile(r"""["']?(/[^\s"']*/node)["']?(?:\s|$)""")
 
 EnvFactory = Callable[[float], Mapping[str, str]]
 """Builds the child environment for a call with the given timeout (seconds)."""
@@ -169,8 +183,44 @@ class QmdRunner:
         if stopped and proc.returncode < 0:
             raise QmdError(f"{label} was stopped: the qmd manager is closed", args=args)
         if proc.returncode != 0:
-            raise classify_failure(args, proc.returncode, stdout, stderr)
+            node = self.node_version() if signal_of(proc.returncode) else None
+            raise classify_failure(args, proc.returncode, stdout, stderr, node_version=node)
         return QmdOutput(args=args, stdout=stdout, stderr=stderr, seconds=seconds)
+
+    def node_binary(self) -> str | None:
+        """The Node that runs qmd: a ``node`` in the command, the one a launcher script names
+        (``exec "/.../node" ...``), ``node`` on ``PATH`` for a ``#!/usr/bin/env node`` script;
+        ``None`` when qmd is not run by Node as far as the command shows."""
+        for part in self.argv:
+            if _NODE_NAME.match(os.path.basename(part)):
+                return part
+        try:
+            with open(self.argv[0], "rb") as handle:
+                head = handle.read(_LAUNCHER_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        found = _NODE_IN_LAUNCHER.search(head)
+        if found is not None:
+            return found.group(1)
+        shebang = head.splitlines()[0] if head.startswith("#!") else ""
+        return shutil.which("node") if re.search(r"\bnode\b", shebang) else None
+
+    def node_version(self) -> str | None:
+        """``node --version`` of :meth:`node_binary` (``None`` if it cannot be asked)."""
+        node = self.node_binary()
+        if node is None:
+            return None
+        try:
+            done = subprocess.run(
+                [node, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=_NODE_PROBE_SECONDS,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() or None
 
     def stop(self) -> None:
         """Refuse new calls and kill every running one (their ``run`` raises)."""
@@ -185,3 +235,45 @@ class QmdRunner:
         """Process-group ids of the calls running now."""
         with self._lock:
             return list(self._active)
+
+
+class CommandRunner(Protocol):
+    """What runs qmd commands: :class:`QmdRunner`, or a :class:`StartupRunner` view of it."""
+
+    def run(
+        self, args: Sequence[str], *, timeout: float, discard_stdout: bool = False
+    ) -> QmdOutput: ...
+
+
+class StartupRunner:
+    """A view of ``runner`` whose calls all finish by one deadline, ``seconds`` from now.
+
+    Each call's timeout is cut to the time left; a call cut short (or not started because no
+    time is left) raises :class:`QmdTimeout` naming ``timeouts.startup``, so a qmd that hangs
+    at start-up cannot hold ``open_memory`` longer than that.
+    """
+
+    def __init__(self, runner: CommandRunner, seconds: float) -> None:
+        self.runner = runner
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def _late(self, detail: str, args: Sequence[str], stderr: str = "") -> QmdTimeout:
+        return QmdTimeout(
+            f"qmd start-up did not finish within timeouts.startup = {self.seconds:g}s: {detail}",
+            args=args,
+            stderr=stderr,
+        )
+
+    def run(
+        self, args: Sequence[str], *, timeout: float, discard_stdout: bool = False
+    ) -> QmdOutput:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._late(f"qmd {' '.join(args[:2])} not started", args)
+        try:
+            return self.runner.run(args, timeout=min(timeout, left), discard_stdout=discard_stdout)
+        except QmdTimeout as exc:
+            if left >= timeout:
+                raise
+            raise self._late(str(exc), exc.qmd_args, exc.stderr) from exc
