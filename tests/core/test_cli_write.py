@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
+# ruff: noqa: F811  (the pytest fixtures imported from test_cli are redefined as arguments)
 import json
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from memwell import factory
 from memwell.cli.main import cli
-from memwell.testing.conformance import write_workspace
-
-MEMWELL = str(Path(sys.executable).with_name("memwell"))
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    for name in list(os.environ):
-        if name.startswith("MEMWELL_") and name != "MEMWELL_LOAD_PLUGINS":
-            monkeypatch.delenv(name)
-    yield
-    factory.close_all()
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    return write_workspace(tmp_path / "ws")
+from test_cli import MEMWELL, _isolated_env, ws  # noqa: F401  (the CLI tests' fixtures)
 
 
 def invoke(ws: Path, *args: str, stdin: str | None = None) -> tuple[int, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# ruff: noqa: F811  (the pytest fixtures imported from test_mcp are redefined as arguments)
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,20 +19,10 @@ from memwell.mcp_server import McpMemoryServer, resource_uri
 from memwell.plugins import PluginRegistry
 from memwell.testing.conformance import write_workspace
 from memwell.writing import MemoryWriter
-from test_mcp import MEMWELL, payload, run
+from test_mcp import MEMWELL, env, payload, run, workspace  # noqa: F401  (shared fixtures)
 
 SECRET = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
 APPENDS_PER_PROCESS = 50
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return write_workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {"MEMWELL_LOAD_PLUGINS": "builtin", "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
 
 
 @asynccontextmanager

@@ -17,9 +17,10 @@ from typing import Any
 from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
 from memwell.errors import MemwellError, WriteRefusedError
 from memwell.retrieval.snippets import format_citation
+from memwell.tool_schemas import FAILURE_FIELDS
 from memwell.tools import BadArgument, error_text, optional_int
 
-from .results import WriteResult
+from .results import RecentFile, WriteResult
 from .writer import MemoryWriter
 
 log = logging.getLogger(__name__)
@@ -119,46 +120,20 @@ MEMORY_RECENT_TOOL: dict[str, Any] = {
     },
 }
 
-_WRITE_FIELDS = {
-    "written": {"type": "boolean"},
-    "path": {"type": "string"},
-    "operation": {"type": "string", "enum": ["append", "create", "replace"]},
-    "start_line": {"type": "integer"},
-    "end_line": {"type": "integer"},
-    "citation": {"type": "string"},
-    "bytes_written": {"type": "integer"},
-    "file_bytes": {"type": "integer"},
-    "created": {"type": "boolean"},
-    "heading_created": {"type": "boolean"},
-    "redacted": {"type": "boolean"},
-    "indexed": {"type": "boolean"},
-    "index_error": {"type": ["string", "null"]},
-    "disabled": {"type": "boolean"},
-    "reason": {"type": "string"},
-    "error": {"type": "string"},
-}
 WRITE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": _WRITE_FIELDS,
+    "properties": {
+        "written": {"type": "boolean"},
+        "citation": {"type": "string"},
+        **WriteResult.model_json_schema()["properties"],
+        **FAILURE_FIELDS,
+    },
 }
 RECENT_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "files": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string"},
-                    "modified": {"type": "string", "format": "date-time"},
-                    "bytes": {"type": "integer"},
-                },
-                "required": ["path", "modified", "bytes"],
-            },
-        },
-        "disabled": {"type": "boolean"},
-        "reason": {"type": "string"},
-        "error": {"type": "string"},
+        "files": {"type": "array", "items": RecentFile.model_json_schema()},
+        **FAILURE_FIELDS,
     },
 }
 
