@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
-from memwell.errors import MemwellError, WriteRefusedError
+from memwell.errors import MemwellError, PathNotAllowedError, WriteRefusedError
 from memwell.retrieval.snippets import format_citation
 from memwell.tool_schemas import FAILURE_FIELDS
 from memwell.tools import BadArgument, error_text, optional_int
@@ -147,7 +147,10 @@ def _written(result: WriteResult) -> dict[str, Any]:
 
 
 def _refused(exc: Exception, **extra: Any) -> dict[str, Any]:
-    reason = exc.reason if isinstance(exc, WriteRefusedError) else "not_allowed"
+    if isinstance(exc, WriteRefusedError):
+        reason = exc.reason
+    else:
+        reason = "not_allowed" if isinstance(exc, PathNotAllowedError) else "failed"
     payload: dict[str, Any] = {**extra, "error": error_text(exc), "reason": reason}
     if reason == "disabled":
         payload["disabled"] = True
