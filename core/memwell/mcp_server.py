@@ -21,11 +21,11 @@ synchronous, so every tool call runs in a worker thread and never blocks the eve
 
 Example::
 
-    from memwell import open_memory
+    from memwell import open_memory, writer
     from memwell.mcp_server import McpMemoryServer
 
     memory = open_memory("~/agent")
-    McpMemoryServer(memory).run_stdio()
+    McpMemoryServer(memory, writer=writer(memory)).run_stdio()
 """
 
 from __future__ import annotations

@@ -146,17 +146,6 @@ def _written(result: WriteResult) -> dict[str, Any]:
     return payload
 
 
-def _refused(exc: Exception, **extra: Any) -> dict[str, Any]:
-    if isinstance(exc, WriteRefusedError):
-        reason = exc.reason
-    else:
-        reason = "not_allowed" if isinstance(exc, PathNotAllowedError) else "failed"
-    payload: dict[str, Any] = {**extra, "error": error_text(exc), "reason": reason}
-    if reason == "disabled":
-        payload["disabled"] = True
-    return payload
-
-
 def _string(args: Mapping[str, Any], name: str, *, required: bool) -> str | None:
     value = args.get(name)
     if value is None and not required:
@@ -210,9 +199,19 @@ def memory_recent(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, An
 
 
 def _failed(tool: str, exc: Exception, **extra: Any) -> dict[str, Any]:
+    """The refusal payload for ``exc``; errors memwell did not raise on purpose are logged."""
+    if isinstance(exc, WriteRefusedError):
+        reason = exc.reason
+    elif isinstance(exc, PathNotAllowedError):
+        reason = "not_allowed"
+    else:
+        reason = "failed"
     if not isinstance(exc, MemwellError):
         log.warning("%s failed: %s: %s", tool, type(exc).__name__, exc)
-    return _refused(exc, **extra)
+    payload: dict[str, Any] = {**extra, "error": error_text(exc), "reason": reason}
+    if reason == "disabled":
+        payload["disabled"] = True
+    return payload
 
 
 _ADDS = ToolHints(read_only=False)
