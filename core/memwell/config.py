@@ -140,6 +140,14 @@ class RemoteSettings(_Strict):
     batch: BatchSettings = Field(default_factory=BatchSettings)
 
 
+class WriteSettings(_Strict):
+    """``[write]``: the memory writer behind ``memwell write``, ``memory_write`` and MCP."""
+
+    enabled: bool = True
+    max_bytes: int = Field(65_536, ge=1, le=16_777_216)
+    lock_timeout_seconds: float = Field(10.0, gt=0, le=3600)
+
+
 class MemwellSettings(_Strict):
     """All of memwell's settings. Defaults follow the reference (spec section 2)."""
 
@@ -159,6 +167,7 @@ class MemwellSettings(_Strict):
     sync: SyncSettings = Field(default_factory=SyncSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
