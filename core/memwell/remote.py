@@ -154,33 +154,58 @@ def remote_provider_spec(
 # --- errors -----------------------------------------------------------------------------------
 
 
-def status_error(provider: str, status: int, message: str) -> ProviderError:
-    """An HTTP error status; 408, 429 and 5xx are retryable, a 2xx means a bad payload."""
+def status_error(
+    provider: str, status: int, message: str, *, what: str = "embeddings"
+) -> ProviderError:
+    """An HTTP error status; 408, 429 and 5xx are retryable, a 2xx means a bad payload.
+
+    ``what`` names the kind of request in the message (``"text generation"`` for generators).
+    """
     if 200 <= status < 300:
-        return response_error(provider, message)
+        return response_error(provider, message, what=what)
     retryable = status in RETRYABLE_STATUSES or status >= 500
     return ProviderError(
-        f"{provider} embeddings request failed (HTTP {status}): {message}",
+        f"{provider} {what} request failed (HTTP {status}): {message}",
         provider=provider,
         retryable=retryable,
         status_code=status,
     )
 
 
-def transport_error(provider: str, exc: BaseException) -> ProviderError:
+def transport_error(
+    provider: str, exc: BaseException, *, what: str = "embeddings"
+) -> ProviderError:
     """A timeout or connection failure; always retryable."""
     kind = "timed out" if "timeout" in type(exc).__name__.lower() else "connection failed"
     detail = str(exc) or type(exc).__name__
     return ProviderError(
-        f"{provider} embeddings request {kind}: {detail}", provider=provider, retryable=True
+        f"{provider} {what} request {kind}: {detail}", provider=provider, retryable=True
     )
 
 
-def response_error(provider: str, message: str) -> ProviderError:
+def response_error(provider: str, message: str, *, what: str = "embeddings") -> ProviderError:
     """A response the client could not use (malformed JSON, missing fields); not retried."""
     return ProviderError(
-        f"{provider} returned an invalid embeddings response: {message}", provider=provider
+        f"{provider} returned an invalid {what} response: {message}", provider=provider
     )
+
+
+def map_sdk_exception(
+    provider: str,
+    exc: Exception,
+    sdk_error: Callable[[Exception], ProviderError | None],
+    *,
+    what: str = "embeddings",
+) -> ProviderError:
+    """``exc`` as a :class:`ProviderError`: the SDK's own mapping first, then the generic one."""
+    if isinstance(exc, ProviderError):
+        return exc
+    mapped = sdk_error(exc)
+    if mapped is not None:
+        return mapped
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return transport_error(provider, exc, what=what)
+    return response_error(provider, f"{type(exc).__name__}: {exc}", what=what)
 
 
 class BatchError(ProviderError):
@@ -242,13 +267,7 @@ class RemoteEmbeddingProvider(ABC):
         except ProviderError:
             raise
         except Exception as exc:
-            mapped = self._sdk_error(exc)
-            if mapped is None:
-                if isinstance(exc, (TimeoutError, ConnectionError)):
-                    mapped = transport_error(self.id, exc)
-                else:
-                    mapped = response_error(self.id, f"{type(exc).__name__}: {exc}")
-            raise mapped from exc
+            raise map_sdk_exception(self.id, exc, self._sdk_error) from exc
 
     def _accept(
         self, vectors: Sequence[Sequence[float] | None], count: int
