@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .factory import close_all, open_memory
+    from .writing import writer
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "close_all", "open_memory"]
+__all__ = ["__version__", "close_all", "open_memory", "writer"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +21,8 @@ def __getattr__(name: str) -> Any:
         from . import factory
 
         return getattr(factory, name)
+    if name == "writer":
+        from .writing import writer
+
+        return writer
     raise AttributeError(f"module 'memwell' has no attribute {name!r}")

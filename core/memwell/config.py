@@ -161,6 +161,14 @@ class FlushSettings(_Strict):
     system_prompt: str | None = None
 
 
+class WriteSettings(_Strict):
+    """``[write]``: the memory writer behind ``memwell write``, ``memory_write`` and MCP."""
+
+    enabled: bool = True
+    max_bytes: int = Field(65_536, ge=1, le=16_777_216)
+    lock_timeout_seconds: float = Field(10.0, gt=0, le=3600)
+
+
 class MemwellSettings(_Strict):
     """All of memwell's settings. Defaults follow the reference (spec section 2)."""
 
@@ -183,6 +191,7 @@ class MemwellSettings(_Strict):
     textgen: TextgenSettings = Field(default_factory=TextgenSettings)
     session_save: SessionSaveSettings = Field(default_factory=SessionSaveSettings)
     flush: FlushSettings = Field(default_factory=FlushSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

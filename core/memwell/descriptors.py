@@ -115,6 +115,19 @@ class TextGeneratorSpec:
 
 
 @dataclass(frozen=True)
+class ToolHints:
+    """How an agent tool touches memory (MCP's readOnly/destructive/idempotent hints)."""
+
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+
+
+READ_ONLY = ToolHints(read_only=True, idempotent=True)
+"""The hints of a tool that only reads."""
+
+
+@dataclass(frozen=True)
 class AgentTool:
     """An agent tool offered by a plugin for one manager (see ``memwell_agent_tools``).
 
@@ -124,10 +137,16 @@ class AgentTool:
     :param run: executes the tool with already-parsed arguments and returns a JSON-able payload.
         It must never raise: a bad argument gives ``{"error": ...}`` and an unavailable store
         ``{"disabled": True, "error": ...}`` (see :mod:`memwell.tools` for helpers).
+    :param hints: what the tool does to memory, served as MCP tool annotations (unset: the
+        MCP server declares a non-idempotent tool that may destroy data).
+    :param output_schema: the JSON schema of every payload ``run`` returns, errors included
+        (unset: the MCP server declares a plain object).
     """
 
     definition: dict[str, Any]
     run: Callable[[Mapping[str, Any]], dict[str, Any]]
+    hints: ToolHints | None = None
+    output_schema: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:

@@ -61,3 +61,17 @@ class BackendUnavailableError(MemwellError):
 
 class PathNotAllowedError(MemwellError):
     """A ``read_file`` path is outside the allowed set (traversal, symlink, not Markdown)."""
+
+
+class WriteRefusedError(MemwellError):
+    """A memory write was refused; nothing was written.
+
+    ``reason`` is a short code: ``disabled``, ``too_large``, ``blank``, ``invalid`` (not a
+    string, NUL characters, unencodable), ``exists`` (create on an
+    existing file), ``not_found`` / ``not_unique`` (the passage to replace), ``busy`` (the write
+    lock or a concurrently changing file).
+    """
+
+    def __init__(self, message: str, *, reason: str):
+        super().__init__(message)
+        self.reason = reason

@@ -4,7 +4,13 @@ The server offers ``memory_search`` and ``memory_get`` with exactly the JSON sch
 :func:`memwell.tools.tool_definitions` and runs them through :func:`memwell.tools.execute_tool`,
 so every call returns the same never-raise payload an OpenAI tool call would (``disabled`` when
 memory is unavailable, ``error`` for a bad argument). The payload is sent both as structured
-content and as JSON text; ``isError`` is set when it carries an ``error``.
+content and as JSON text; ``isError`` is set when it carries an ``error``. Given a
+:class:`~memwell.writing.MemoryWriter`, it also offers the write tools (``memory_write``,
+``memory_edit``, ``memory_recent``; only ``memory_recent`` when writing is disabled). Every tool
+carries read-only/destructive/idempotent annotations and an output schema.
+
+The memory files are resources (``memwell:<path>``, listed by discovery, read through the
+manager's safe ``read_file``), and the recall instructions are the prompt ``memory_recall``.
 
 Plugins offer more tools for their own managers through the ``memwell_agent_tools`` hook
 (LanceDB's ``memory_store``, ``memory_recall`` and ``memory_forget``, for example); the server
@@ -31,7 +37,9 @@ import socket
 import threading
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import anyio
 import anyio.to_thread
@@ -39,28 +47,52 @@ import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from . import __version__
-from .descriptors import AgentTool
+from .descriptors import READ_ONLY, AgentTool
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
+from .tool_schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA
 from .tools import execute_tool, plugin_tools, run_tool, tool_definitions
+from .writing import MemoryWriter
+from .writing.agent_tools import write_tools
+from .writing.recent import recent_files
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "memwell"
 HTTP_HOST = "127.0.0.1"
 HTTP_PATH = "/mcp"
+RESOURCE_SCHEME = "memwell:"
+RECALL_PROMPT = "memory_recall"
+_CORE_OUTPUT_SCHEMAS = {"memory_search": SEARCH_OUTPUT_SCHEMA, "memory_get": GET_OUTPUT_SCHEMA}
 
 
 def _to_mcp(tool: AgentTool) -> types.Tool:
     function = tool.definition["function"]
+    hints = tool.hints
+    annotations = types.ToolAnnotations(
+        read_only_hint=hints is not None and hints.read_only,
+        destructive_hint=hints is None or hints.destructive,
+        idempotent_hint=hints is not None and hints.idempotent,
+        open_world_hint=False,
+    )
+    schema = tool.output_schema if tool.output_schema is not None else {"type": "object"}
     return types.Tool(
         name=function["name"],
         description=function.get("description") or None,
         input_schema=copy.deepcopy(function["parameters"]),
+        output_schema=copy.deepcopy(dict(schema)),
+        annotations=annotations,
     )
+
+
+def resource_uri(path: str) -> str:
+    """The resource URI of a memory file's display path: ``memwell:memory/2026-01-02.md``."""
+    return RESOURCE_SCHEME + quote(path, safe="/")
 
 
 def memory_tools(
@@ -68,22 +100,20 @@ def memory_tools(
     *,
     citations: str = "auto",
     registry: PluginRegistry | None = None,
+    writer: MemoryWriter | None = None,
 ) -> list[AgentTool]:
-    """The tools to offer for ``manager``: search and get, then every plugin tool.
+    """The tools to offer for ``manager``: search and get, the write tools of ``writer``, then
+    every plugin tool.
 
     Plugin tools come from the ``memwell_agent_tools`` hook (:func:`memwell.tools.plugin_tools`),
     asked once, when the server is built.
     """
-    tools = [
-        AgentTool(
-            definition,
-            partial(
-                execute_tool, definition["function"]["name"], manager=manager, citations=citations
-            ),
-        )
-        for definition in tool_definitions()
-    ]
-    return tools + plugin_tools(manager, registry)
+    tools = []
+    for definition in tool_definitions():
+        name = definition["function"]["name"]
+        run = partial(execute_tool, name, manager=manager, citations=citations)
+        tools.append(AgentTool(definition, run, READ_ONLY, _CORE_OUTPUT_SCHEMAS[name]))
+    return tools + write_tools(writer) + plugin_tools(manager, registry)
 
 
 def _result(payload: dict[str, Any]) -> types.CallToolResult:
@@ -102,6 +132,7 @@ class McpMemoryServer:
     :param citations: the citations mode passed to ``memory_search``.
     :param sync_on_start: run an incremental sync in the background when serving starts.
     :param registry: the plugin registry asked for plugin tools (default: the process-wide one).
+    :param writer: the workspace's writer; without one the server is read-only.
     """
 
     def __init__(
@@ -111,17 +142,24 @@ class McpMemoryServer:
         citations: str = "auto",
         sync_on_start: bool = True,
         registry: PluginRegistry | None = None,
+        writer: MemoryWriter | None = None,
     ) -> None:
         self.manager = manager
+        self.writer = writer
         self.sync_on_start = sync_on_start
-        tools = memory_tools(manager, citations=citations, registry=registry)
+        tools = memory_tools(manager, citations=citations, registry=registry, writer=writer)
         self.tools = {tool.name: tool for tool in tools}
+        self.instructions = memory_prompt_section(tools_available=self.tools, citations=citations)
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=__version__,
-            instructions=memory_prompt_section(tools_available=self.tools, citations=citations),
+            instructions=self.instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
         )
 
     async def _list_tools(
@@ -137,6 +175,64 @@ class McpMemoryServer:
             return _result({"error": f"unknown tool {params.name!r}; known: {sorted(self.tools)}"})
         payload = await anyio.to_thread.run_sync(run_tool, tool, params.arguments or {})
         return _result(payload)
+
+    def _memory_files(self) -> list[types.Resource]:
+        if self.writer is not None:
+            workspace, extra = self.writer.workspace, self.writer.settings.extra_paths
+        else:
+            status = self.manager.status()
+            workspace, extra = Path(status.workspace_dir), status.extra_paths
+        files = sorted(recent_files(workspace, None, extra), key=lambda f: f.path)
+        return [
+            types.Resource(
+                uri=resource_uri(f.path),
+                name=f.path,
+                description=f"Memory file, modified {f.modified.isoformat()}",
+                mime_type="text/markdown",
+                size=f.bytes,
+            )
+            for f in files
+        ]
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        resources = await anyio.to_thread.run_sync(self._memory_files)
+        return types.ListResourcesResult(resources=resources)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if not uri.startswith(RESOURCE_SCHEME):
+            raise MCPError(INVALID_PARAMS, f"not a memwell resource: {uri}")
+        path = unquote(uri[len(RESOURCE_SCHEME) :])
+        try:
+            read = await anyio.to_thread.run_sync(self.manager.read_file, path)
+        except Exception as exc:
+            raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from exc
+        contents = types.TextResourceContents(uri=uri, mime_type="text/markdown", text=read.text)
+        return types.ReadResourceResult(contents=[contents])
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        prompt = types.Prompt(
+            name=RECALL_PROMPT,
+            description="How to recall (and, with the write tools, record) memory.",
+        )
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != RECALL_PROMPT:
+            known = f"unknown prompt {params.name!r}; known: {RECALL_PROMPT!r}"
+            raise MCPError(INVALID_PARAMS, known)
+        message = types.PromptMessage(
+            role="user", content=types.TextContent(text=self.instructions)
+        )
+        return types.GetPromptResult(description="Memory recall instructions", messages=[message])
 
     def _start_sync(self) -> None:
         """Bring the index up to date without delaying the handshake; failures are logged."""

@@ -17,13 +17,16 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .descriptors import AgentTool
 from .manager import MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry, get_registry
 from .retrieval.snippets import citations_enabled, format_citation
+
+if TYPE_CHECKING:
+    from .writing import MemoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,8 @@ MEMORY_GET_TOOL: dict[str, Any] = {
 
 CORE_TOOL_NAMES = ("memory_search", "memory_get")
 """Names of the core tools; a plugin tool with one of these names is ignored."""
+WRITE_TOOL_NAMES = ("memory_write", "memory_edit", "memory_recent")
+"""Names of the writer's tools (:mod:`memwell.writing.agent_tools`); also reserved."""
 
 
 class BadArgument(ValueError):
@@ -204,7 +209,7 @@ def plugin_tools(
         log.warning("memwell plugin tools unavailable: %s: %s", type(exc).__name__, exc)
         return []
     tools: list[AgentTool] = []
-    owners: dict[str, str] = {name: "memwell" for name in CORE_TOOL_NAMES}
+    owners: dict[str, str] = {name: "memwell" for name in CORE_TOOL_NAMES + WRITE_TOOL_NAMES}
     for plugin, result in results:
         try:
             offered = list(result or ())
@@ -235,14 +240,21 @@ def plugin_tools(
 
 
 def tool_definitions(
-    manager: MemorySearchManager | None = None, registry: PluginRegistry | None = None
+    manager: MemorySearchManager | None = None,
+    registry: PluginRegistry | None = None,
+    *,
+    writer: MemoryWriter | None = None,
 ) -> list[dict[str, Any]]:
     """Fresh copies of the tool definitions, ready for an OpenAI ``tools=`` argument.
 
-    Without ``manager``: ``memory_search`` and ``memory_get``. With it, the tools plugins offer
-    for that manager follow (see :func:`plugin_tools`).
+    Without ``manager``: ``memory_search`` and ``memory_get``. With ``writer``, the write
+    tools follow (see :func:`memwell.writing.agent_tools.write_tools`); with ``manager``, the
+    tools plugins offer for that manager (see :func:`plugin_tools`).
     """
+    from .writing.agent_tools import write_tools
+
     definitions = [copy.deepcopy(MEMORY_SEARCH_TOOL), copy.deepcopy(MEMORY_GET_TOOL)]
+    definitions += [copy.deepcopy(t.definition) for t in write_tools(writer)]
     if manager is not None:
         definitions += [copy.deepcopy(t.definition) for t in plugin_tools(manager, registry)]
     return definitions
@@ -410,13 +422,22 @@ def execute_tool(
     session_key: str | None = None,
     citations: str = "auto",
     registry: PluginRegistry | None = None,
+    writer: MemoryWriter | None = None,
 ) -> dict[str, Any]:
     """Dispatch an OpenAI tool call by name; ``arguments`` may be the raw JSON string.
 
-    Names other than ``memory_search`` and ``memory_get`` go to the tools plugins offer for
-    the manager (:func:`plugin_tools`, from ``registry`` or the process-wide one). Unknown
-    tools and malformed arguments give an ``error`` payload. Never raises.
+    The write tools (:data:`WRITE_TOOL_NAMES`) run on ``writer``, or give a ``disabled``
+    payload when it does not offer them. Other names than ``memory_search`` and
+    ``memory_get`` go to the tools plugins offer for the manager (:func:`plugin_tools`, from
+    ``registry`` or the process-wide one). Unknown tools and malformed arguments give an
+    ``error`` payload. Never raises.
     """
+    if name in WRITE_TOOL_NAMES:
+        from .writing.agent_tools import disabled_payload, write_tools
+
+        offered = {tool.name: tool for tool in write_tools(writer)}
+        tool = offered.get(name)
+        return run_tool(tool, arguments) if tool is not None else disabled_payload(name)
     if name not in CORE_TOOL_NAMES:
         return _execute_plugin_tool(name, arguments, manager, registry)
     try:

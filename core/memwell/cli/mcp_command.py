@@ -28,18 +28,23 @@ DEFAULT_HTTP_PORT = 8848
     show_default=True,
     help="Keep the index current with a file watcher.",
 )
+@click.option("--read-only", is_flag=True, help="Offer no write tools ([write] enabled = false).")
 @pass_ctx
-def mcp(ctx: Context, use_http: bool, port: int, watch: bool) -> None:
-    """Serve memory_search, memory_get and the backend plugin's own tools over MCP.
+def mcp(ctx: Context, use_http: bool, port: int, watch: bool, read_only: bool) -> None:
+    """Serve memory_search, memory_get, the write tools and the backend plugin's own tools
+    over MCP, with the memory files as resources and the recall instructions as a prompt.
 
     The index is synced at start and, with --watch, kept current as files change. With
     --http the URL is printed to stderr once the server listens.
     """
     from ..mcp_server import McpMemoryServer
+    from ..writing import MemoryWriter
 
-    settings = ctx.settings(sync={"watch": watch})
+    read_only_write = {"write": {"enabled": False}} if read_only else {}
+    settings = ctx.settings(sync={"watch": watch}, **read_only_write)
     manager = open_memory(ctx.workspace, settings=settings)
-    server = McpMemoryServer(manager, citations=settings.citations)
+    writer = MemoryWriter(manager, ctx.workspace, settings)
+    server = McpMemoryServer(manager, citations=settings.citations, writer=writer)
     try:
         if use_http:
             server.run_http(

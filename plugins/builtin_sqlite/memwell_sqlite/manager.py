@@ -79,6 +79,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
         self._read_lock = threading.RLock()
         self._sync_lock = threading.Lock()
+        self._syncs_started = 0
         self._state_lock = threading.Lock()
         self._background: threading.Thread | None = None
         self._warm_sessions: set[str] = set()
@@ -271,8 +272,11 @@ class SqliteMemoryManager(BaseMemoryManager):
         if self.closed:
             raise BackendUnavailableError("memory manager is closed")
         if not self._sync_lock.acquire(blocking=False):
-            with self._sync_lock:  # join: wait for the running sync, then return
-                if not force:
+            started = self._syncs_started
+            with self._sync_lock:
+                # Join. The running sync may have listed the files before this call's change
+                # (a write), so sync again unless one started after this call has finished.
+                if not force and self._syncs_started > started:
                     return
                 self._sync_locked(reason, force, progress)
                 return
@@ -282,6 +286,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             self._sync_lock.release()
 
     def _sync_locked(self, reason: str, force: bool, progress: ProgressCallback | None) -> None:
+        self._syncs_started += 1
         try:
             self._sync_once(force, progress)
         except Exception as exc:

@@ -1,0 +1,171 @@
+"""Pure text edits behind the writer: append, insert under a heading, replace one passage.
+
+Each edit takes the file's text (decoded with ``surrogateescape``, so undecodable bytes survive
+the round trip) and returns the new text with the 1-based line range the note occupies. Only
+the inserted text and the separators it needs (a final newline, one blank line) are added;
+every other character, the BOM, front matter and the line endings stay as they were. Notes
+use the file's line ending: a CRLF file gets CRLF lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memwell.errors import WriteRefusedError
+
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FRONT_MATTER_END = ("---", "...")
+DEFAULT_HEADING_LEVEL = 2
+
+
+@dataclass(frozen=True)
+class Edit:
+    """The edited text and the lines (1-based, inclusive) the written text occupies."""
+
+    text: str
+    start_line: int
+    end_line: int
+
+
+def newline_of(text: str) -> str:
+    """The file's line ending: that of its first line (``\\n`` for a file without one)."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def as_block(note: str, newline: str) -> str:
+    """``note`` without surrounding blank lines and trailing spaces, in ``newline`` endings."""
+    lines = note.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    body = "\n".join(line.rstrip() for line in lines).strip("\n")
+    return body.replace("\n", newline)
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split after every ``\\n`` only (``str.splitlines`` also splits on ``\\r``)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _is_blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _span(start_line: int, block: str) -> tuple[int, int]:
+    return start_line, start_line + block.count("\n")
+
+
+def append(text: str, note: str) -> Edit:
+    """Append ``note`` at the end, after one blank line."""
+    newline = newline_of(text)
+    block = as_block(note, newline)
+    prefix = text
+    if prefix and not prefix.endswith("\n"):
+        prefix += newline
+    lines = _lines(prefix)
+    if lines and not _is_blank(lines[-1]):
+        prefix += newline
+    start, end = _span(prefix.count("\n") + 1, block)
+    return Edit(prefix + block + newline, start, end)
+
+
+def _heading_title(heading: str) -> tuple[str, int | None]:
+    match = _ATX_HEADING.match(heading.strip())
+    if match is None:
+        return heading.strip(), None
+    return (match.group(2) or "").strip(), len(match.group(1))
+
+
+def _normalise(title: str) -> str:
+    return " ".join(title.split()).casefold()
+
+
+def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """``(line index, level, title)`` of each ATX heading outside front matter and code fences."""
+    found: list[tuple[int, int, str]] = []
+    index = 0
+    if lines and lines[0].lstrip("\ufeff").rstrip() == "---":
+        for end in range(1, len(lines)):
+            if lines[end].rstrip() in _FRONT_MATTER_END:
+                index = end + 1
+                break
+    fence: str | None = None
+    for number in range(index, len(lines)):
+        line = lines[number].rstrip("\r\n").lstrip("\ufeff")
+        opener = _FENCE.match(line)
+        if fence is not None:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opener:
+            fence = opener.group(1)
+            continue
+        match = _ATX_HEADING.match(line)
+        if match:
+            found.append((number, len(match.group(1)), (match.group(2) or "").strip()))
+    return found
+
+
+def append_under_heading(text: str, heading: str, note: str) -> tuple[Edit, bool]:
+    """Add ``note`` at the end of the section titled ``heading``; ``True`` if it was created.
+
+    ``heading`` is a title (``Decisions``) or an ATX heading (``### Decisions``); titles match
+    case-insensitively, the first section wins, and its end is the next heading of the same
+    or a higher level. A missing heading is appended as a level-2 section (or the level given).
+    """
+    title, level = _heading_title(heading)
+    if not title:
+        raise WriteRefusedError("heading is blank", reason="blank")
+    lines = _lines(text)
+    headings = _headings(lines)
+    wanted = _normalise(title)
+    found = next((h for h in headings if _normalise(h[2]) == wanted), None)
+    newline = newline_of(text)
+    if found is None:
+        marks = "#" * (level or DEFAULT_HEADING_LEVEL)
+        body = as_block(note, "\n")
+        section = append(text, f"{marks} {title}\n\n{body}")
+        return Edit(section.text, section.start_line + 2, section.end_line), True
+    number, found_level, _ = found
+    stop = next((h[0] for h in headings if h[0] > number and h[1] <= found_level), len(lines))
+    insert_at = stop
+    while insert_at > number + 1 and _is_blank(lines[insert_at - 1]):
+        insert_at -= 1
+    before = "".join(lines[:insert_at])
+    after = "".join(lines[insert_at:])
+    if not before.endswith("\n"):
+        before += newline
+    block = as_block(note, newline)
+    separated = newline + block + newline
+    if after and not _is_blank(lines[insert_at]):
+        separated += newline
+    start, end = _span(before.count("\n") + 2, block)
+    return Edit(before + separated + after, start, end), False
+
+
+def replace_once(text: str, old: str, new: str) -> Edit:
+    """Replace the single occurrence of ``old`` with ``new``.
+
+    ``old`` is matched exactly; in a CRLF file, an ``old`` written with ``\\n`` that is not
+    found as it is matches its CRLF form, and ``new`` is then written with CRLF too.
+
+    :raises WriteRefusedError: ``old`` is empty, missing, or occurs more than once
+        (overlapping occurrences count).
+    """
+    if not old:
+        raise WriteRefusedError("the text to replace is empty", reason="blank")
+    first = text.find(old)
+    if first < 0 and newline_of(text) == "\r\n" and "\r" not in old:
+        old = old.replace("\n", "\r\n")
+        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+        first = text.find(old)
+    if first < 0:
+        raise WriteRefusedError("the text to replace was not found", reason="not_found")
+    if text.find(old, first + 1) >= 0:
+        raise WriteRefusedError(
+            "the text to replace occurs more than once; pass a longer, unique passage",
+            reason="not_unique",
+        )
+    start, end = _span(text.count("\n", 0, first) + 1, new.rstrip("\r\n"))
+    return Edit(text[:first] + new + text[first + len(old) :], start, end)

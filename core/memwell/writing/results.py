@@ -1,0 +1,40 @@
+"""What the writer returns: :class:`WriteResult` for a write, :class:`RecentFile` for activity."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+Operation = Literal["append", "create", "replace"]
+
+
+class WriteResult(BaseModel):
+    """One completed write.
+
+    ``start_line``..``end_line`` (1-based, inclusive) is where the written text now lies;
+    ``bytes_written`` is its UTF-8 size after redaction. ``indexed`` is true when the
+    manager's sync succeeded before the call returned; otherwise ``index_error`` says why (the
+    file is written either way, and the next sync picks it up).
+    """
+
+    path: str
+    operation: Operation
+    start_line: int
+    end_line: int
+    bytes_written: int
+    file_bytes: int
+    created: bool = False
+    heading_created: bool = False
+    redacted: bool = False
+    indexed: bool
+    index_error: str | None = None
+
+
+class RecentFile(BaseModel):
+    """A memory file and when it last changed (UTC)."""
+
+    path: str
+    modified: datetime
+    bytes: int
