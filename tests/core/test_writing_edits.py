@@ -117,10 +117,8 @@ def test_replace_changes_only_the_passage(
     if crlf:
         original = _to_crlf(original)
     edit = replace_once(original, old, new)
-    if old in original:
-        expected = original.replace(old, new)
-    else:
-        expected = original.replace(_to_crlf(old), _to_crlf(new))
+    written = _to_crlf(new) if newline_of(original) == "\r\n" else new
+    expected = original.replace(old if old in original else _to_crlf(old), written)
     assert edit.text == expected
 
 

@@ -24,6 +24,7 @@ from memwell.manager import MemorySearchManager
 from memwell.plugins import PluginRegistry
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import BackendConformance, write_workspace
+from memwell.testing.write_conformance import WriterConformance
 from memwell_jsonfile.manager import JsonFileManager
 
 MEMWELL = Path(sys.executable).with_name("memwell")
@@ -184,3 +185,9 @@ def test_cli_serves_jsonfile(tmp_path: Path) -> None:
     results = json.loads(run.stdout)["results"]
     assert results[0]["path"] == "memory/projects.md"
     assert (workspace / ".memwell" / "jsonfile-index.json").is_file()
+
+
+class TestJsonFileWrites(WriterConformance):
+    @pytest.fixture
+    def memory_factory(self, tmp_path: Path) -> Callable[[Path], MemorySearchManager]:
+        return _factory(tmp_path, provider="hash")

@@ -25,7 +25,8 @@ from memwell.models import MemorySearchResult
 from memwell.plugins import PluginRegistry
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
-from memwell.tools import tool_definitions
+from memwell.tools import WRITE_TOOL_NAMES, tool_definitions
+from memwell.writing.agent_tools import MEMORY_EDIT_TOOL, MEMORY_RECENT_TOOL, MEMORY_WRITE_TOOL
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 DEADLINE_S = 60
@@ -80,7 +81,8 @@ def test_tools_match_the_agent_tool_definitions(workspace: Path, env: dict[str, 
         async with stdio_session(workspace, env) as session:
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
             assert "memory_search" in (session.instructions or "")
-        expected = {d["function"]["name"]: d["function"] for d in tool_definitions()}
+        definitions = [*tool_definitions(), MEMORY_WRITE_TOOL, MEMORY_EDIT_TOOL, MEMORY_RECENT_TOOL]
+        expected = {d["function"]["name"]: d["function"] for d in definitions}
         assert set(listed) == set(expected)  # no capture tools on the builtin backend
         for name, function in expected.items():
             assert listed[name].input_schema == function["parameters"]
@@ -184,7 +186,7 @@ def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
             ):
                 await session.initialize()
                 names = {tool.name for tool in (await session.list_tools()).tools}
-                assert names == {"memory_search", "memory_get"}
+                assert names == {"memory_search", "memory_get", *WRITE_TOOL_NAMES}
                 found = payload(
                     await session.call_tool("memory_search", {"query": "tomatoes watering"})
                 )
@@ -254,7 +256,7 @@ def test_lancedb_tools_over_stdio(tmp_path: Path, env: dict[str, str]) -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
-            assert set(listed) == {"memory_search", "memory_get", *LANCE_TOOLS}
+            assert set(listed) == {"memory_search", "memory_get", *WRITE_TOOL_NAMES, *LANCE_TOOLS}
             for definition in lance_tools.tool_definitions():
                 function = definition["function"]
                 assert listed[function["name"]].input_schema == function["parameters"]

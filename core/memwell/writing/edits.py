@@ -148,17 +148,19 @@ def replace_once(text: str, old: str, new: str) -> Edit:
     """Replace the single occurrence of ``old`` with ``new``.
 
     ``old`` is matched exactly; in a CRLF file, an ``old`` written with ``\\n`` that is not
-    found as it is matches its CRLF form, and ``new`` is then written with CRLF too.
+    found as it is matches its CRLF form, and a ``new`` written with ``\\n`` gets CRLF lines.
 
     :raises WriteRefusedError: ``old`` is empty, missing, or occurs more than once
         (overlapping occurrences count).
     """
     if not old:
         raise WriteRefusedError("the text to replace is empty", reason="blank")
+    crlf = newline_of(text) == "\r\n"
+    if crlf and "\r" not in new:
+        new = new.replace("\n", "\r\n")
     first = text.find(old)
-    if first < 0 and newline_of(text) == "\r\n" and "\r" not in old:
+    if first < 0 and crlf and "\r" not in old:
         old = old.replace("\n", "\r\n")
-        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
         first = text.find(old)
     if first < 0:
         raise WriteRefusedError("the text to replace was not found", reason="not_found")
