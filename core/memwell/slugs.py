@@ -59,6 +59,10 @@ _FILLER = frozenset(
         "maybe",
         "user",
         "assistant",
+        "use",
+        "using",
+        "make",
+        "get",
     }
 )
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
@@ -88,21 +92,31 @@ def is_slug(text: str) -> bool:
 def keyword_slug(texts: Sequence[str]) -> str:
     """A slug of the most frequent keywords of ``texts`` (one text per message).
 
-    A keyword counts once per text it appears in; ties go to the one seen first. Up to
+    A keyword counts once per text it appears in (a plural with its singular); ties go to the
+    one seen first. Up to
     :data:`MAX_SLUG_WORDS` keywords that survive ASCII folding are joined. ``""`` when there
     is none.
     """
     counts: Counter[str] = Counter()
-    first_seen: dict[str, int] = {}
+    shown: dict[str, str] = {}  # a word's key -> the form seen first
     for text in texts:
+        keys = set()
         for keyword in extract_keywords(text):
             word = clean_slug(keyword)
             if not word or word in _FILLER or word.isdigit():
                 continue
-            counts[word] += 1
-            first_seen.setdefault(word, len(first_seen))
-    ranked = sorted(counts, key=lambda word: (-counts[word], first_seen[word]))
-    return clean_slug("-".join(ranked[:MAX_SLUG_WORDS]))
+            key = _singular(word)
+            shown.setdefault(key, word)
+            keys.add(key)
+        counts.update(keys)
+    order = {key: index for index, key in enumerate(shown)}
+    ranked = sorted(counts, key=lambda key: (-counts[key], order[key]))
+    return clean_slug("-".join(shown[key] for key in ranked[:MAX_SLUG_WORDS]))
+
+
+def _singular(word: str) -> str:
+    """``invoices`` and ``invoice`` count as one word (a plain English plural ``-s``)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 @dataclass(frozen=True)
