@@ -11,6 +11,7 @@ from fake_embedding_server import FakeEmbeddingServer, Reply, fake_generation
 from memwell.config import load_settings
 from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
 from memwell.retry import RetryPolicy
+from memwell.slugs import SLUG_INSTRUCTIONS, generated_slug
 from memwell.textgen.remote import RemoteTextGenerator
 from memwell.textgen.selection import select_text_generator
 
@@ -234,3 +235,24 @@ def test_config_file_textgen_section_and_shared_provider_section(
     call = server.calls("/v1/chat/completions")[-1]
     assert call.json["model"] == "mistral-tiny"
     assert call.headers["authorization"] == "Bearer file-key"
+
+
+@generators
+def test_session_slug_from_the_model_with_the_conversation_as_data(
+    server: FakeEmbeddingServer, pid: str, tmp_path: Path
+) -> None:
+    generator, _ = generator_for(server, pid, tmp_path)
+    server.generations.append('"Vendor Pitch"')
+    texts = ["We rehearsed the Acme vendor pitch.", "Friday at ten works."]
+    choice = generated_slug(texts, generator)
+    assert (choice.slug, choice.source, choice.note) == ("vendor-pitch", pid, None)
+    system, prompt = system_and_prompt(pid, sent(server, pid))
+    assert system == SLUG_INSTRUCTIONS and prompt == "\n".join(texts)
+
+
+def test_session_slug_survives_a_failing_model(server: FakeEmbeddingServer, tmp_path: Path) -> None:
+    generator, _ = generator_for(server, "openai", tmp_path)
+    server.push(*[Reply.error(500, "down")] * 4)
+    choice = generated_slug(["Kubernetes upgrade window"], generator)
+    assert choice.source == "keywords" and choice.slug == "kubernetes-upgrade-window"
+    assert choice.note is not None and "HTTP 500" in choice.note
