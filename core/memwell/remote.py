@@ -121,6 +121,18 @@ def resolve_endpoint(ctx: ProviderContext, provider: str, key_env: Sequence[str]
     )
 
 
+def endpoint_create(
+    provider: str, key_env: tuple[str, ...], build: Callable[[ProviderContext, RemoteEndpoint], S]
+) -> Callable[[ProviderContext], S]:
+    """A ``create`` that resolves the endpoint (raising
+    :class:`ProviderUnavailableError` without a key) before ``build`` runs."""
+
+    def create(ctx: ProviderContext) -> S:
+        return build(ctx, resolve_endpoint(ctx, provider, key_env))
+
+    return create
+
+
 def remote_provider_spec(
     *,
     id: str,
@@ -135,13 +147,9 @@ def remote_provider_spec(
     A missing key fails before ``build`` runs, so ``auto`` selection never imports an SDK
     for a provider it cannot use.
     """
-
-    def create(ctx: ProviderContext) -> EmbeddingProvider:
-        return build(ctx, resolve_endpoint(ctx, id, key_env))
-
     return EmbeddingProviderSpec(
         id=id,
-        create=create,
+        create=endpoint_create(id, key_env, build),
         default_model=default_model,
         transport="remote",
         auto_priority=auto_priority,

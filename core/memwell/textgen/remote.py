@@ -19,8 +19,8 @@ from memwell.errors import ProviderError
 from memwell.remote import (
     RemoteEndpoint,
     RemoteProviderConfig,
+    endpoint_create,
     map_sdk_exception,
-    resolve_endpoint,
     response_error,
 )
 from memwell.retry import RetryPolicy
@@ -93,13 +93,9 @@ def remote_text_generator_spec(
     ``build`` runs, so ``auto`` selection never picks (or imports the SDK of) a remote
     generator without its key.
     """
-
-    def create(ctx: ProviderContext) -> TextGenerator:
-        return build(ctx, resolve_endpoint(ctx, id, key_env))
-
     return TextGeneratorSpec(
         id=id,
-        create=create,
+        create=endpoint_create(id, key_env, build),
         default_model=default_model,
         transport="remote",
         auto_priority=auto_priority,
