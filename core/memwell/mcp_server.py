@@ -23,11 +23,11 @@ synchronous, so every tool call runs in a worker thread and never blocks the eve
 
 Example::
 
-    from memwell import open_memory
+    from memwell import open_memory, writer
     from memwell.mcp_server import McpMemoryServer
 
     memory = open_memory("~/agent")
-    McpMemoryServer(memory).run_stdio()
+    McpMemoryServer(memory, writer=writer(memory)).run_stdio()
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ from .manager import MemorySearchManager
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
 from .tool_schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA
-from .tools import execute_tool, plugin_tools, run_tool, tool_definitions
+from .tools import WRITE_TOOL_NAMES, execute_tool, plugin_tools, run_tool, tool_definitions
 from .writing import MemoryWriter
-from .writing.agent_tools import write_tools
+from .writing.agent_tools import disabled_payload, write_tools
 from .writing.recent import recent_files
 
 log = logging.getLogger(__name__)
@@ -185,6 +185,8 @@ class McpMemoryServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         tool = self.tools.get(params.name)
+        if tool is None and params.name in WRITE_TOOL_NAMES:
+            return _result(disabled_payload(params.name))
         if tool is None:
             return _result({"error": f"unknown tool {params.name!r}; known: {sorted(self.tools)}"})
         payload = await anyio.to_thread.run_sync(run_tool, tool, params.arguments or {})

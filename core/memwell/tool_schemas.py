@@ -1,15 +1,17 @@
 """Output schemas of ``memory_search`` and ``memory_get``: every payload they return, errors
-and ``disabled`` payloads included (the MCP server declares them; clients validate)."""
+and ``disabled`` payloads included (the MCP server declares them; clients validate).
+:data:`FAILURE_FIELDS` are the fields any tool's failure payload may carry."""
 
 from __future__ import annotations
 
 from typing import Any
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
-_FAILURE_FIELDS: dict[str, Any] = {
+FAILURE_FIELDS: dict[str, Any] = {
     "disabled": {"type": "boolean"},
     "unavailable": {"type": "boolean"},
     "error": {"type": "string"},
+    "reason": {"type": "string"},
     "warning": {"type": "string"},
     "action": {"type": "string"},
 }
@@ -40,7 +42,7 @@ SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
         "citations": {"type": "string", "enum": ["on", "off"]},
         "untrusted_data": {"type": "boolean"},
         "notice": {"type": "string"},
-        **_FAILURE_FIELDS,
+        **FAILURE_FIELDS,
     },
     "required": ["results"],
 }
@@ -51,7 +53,7 @@ GET_OUTPUT_SCHEMA: dict[str, Any] = {
         "path": {"type": "string"},
         "text": {"type": "string"},
         "untrusted_data": {"type": "boolean"},
-        **_FAILURE_FIELDS,
+        **FAILURE_FIELDS,
     },
     "required": ["path", "text"],
 }

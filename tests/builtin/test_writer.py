@@ -109,8 +109,8 @@ def test_replace_exactly_once(
         assert refused.value.reason == reason
         assert path.read_bytes() == unchanged
     with pytest.raises(WriteRefusedError) as missing:
-        writer.replace("memory/none.md", "a", "b")
-    assert missing.value.reason == "not_found" and not (workspace / "memory/none.md").exists()
+        writer.replace("memory/none/deep.md", "a", "b")
+    assert missing.value.reason == "not_found" and not (workspace / "memory/none").exists()
 
 
 def test_replace_keeps_crlf_bom_front_matter_and_odd_bytes(

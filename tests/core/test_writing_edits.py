@@ -15,7 +15,7 @@ BOM = "\ufeff"
 _TOKENS = [*"ab #-`~\t\r", "é", "\udcff", "---", "## H", "# Tasks", "```"]
 _line = st.lists(st.sampled_from(_TOKENS), max_size=6).map("".join)
 bodies = st.lists(_line, max_size=8).map("\n".join)
-notes = st.text(alphabet="xyz \nü", min_size=1, max_size=30).filter(lambda s: s.strip() != "")
+notes = st.text(alphabet="xyz \t\nü", min_size=1, max_size=30).filter(lambda s: s.strip() != "")
 prefixes = st.sampled_from(["", BOM, FRONT_MATTER, BOM + FRONT_MATTER])
 
 
@@ -129,7 +129,10 @@ def _written(edit: Edit) -> str:
 
 
 def _as_written(note: str) -> str:
-    return "\n".join(line.rstrip() for line in note.split("\n")).strip("\n")
+    lines = note.split("\n")
+    while not lines[0].strip():
+        del lines[0]
+    return "\n".join(lines).rstrip()
 
 
 def _is_one_insertion(original: str, edited: str) -> bool:

@@ -281,6 +281,10 @@ def test_lancedb_store_recall_forget_round_trip(
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert set(tools) == {"memory_search", "memory_get", *LANCE_TOOLS}
             assert tools["memory_store"].input_schema["required"] == ["text"]
+            hints = {name: tools[name].annotations for name in LANCE_TOOLS}
+            assert hints["memory_recall"].read_only_hint is True  # type: ignore[union-attr]
+            assert hints["memory_forget"].destructive_hint is True  # type: ignore[union-attr]
+            assert hints["memory_store"].destructive_hint is False  # type: ignore[union-attr]
 
             stored = await call(
                 client, "memory_store", {"text": "I prefer green tea", "category": "preference"}

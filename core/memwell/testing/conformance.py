@@ -74,16 +74,9 @@ def write_workspace(root: Path, files: dict[str, str] = FACTS) -> Path:
     return root
 
 
-class BackendConformance:
-    """Behaviour every :class:`~memwell.MemorySearchManager` must show.
-
-    Supply a ``memory_factory`` fixture returning ``workspace -> manager``. The suite writes
-    Markdown files, calls ``sync()``, and checks searching, provenance, safe reads, status and
-    incremental updates.
-    """
-
-    #: the ``backend`` name status() must report
-    backend_name: str = ""
+class MemoryFixtures:
+    """The suites' fixtures: ``workspace`` (the :data:`FACTS` files) and ``memory`` (a synced
+    manager from the ``memory_factory`` fixture the subclass supplies)."""
 
     @pytest.fixture
     def workspace(self, tmp_path: Path) -> Path:
@@ -97,6 +90,18 @@ class BackendConformance:
         manager.sync(reason="conformance")
         yield manager
         manager.close()
+
+
+class BackendConformance(MemoryFixtures):
+    """Behaviour every :class:`~memwell.MemorySearchManager` must show.
+
+    Supply a ``memory_factory`` fixture returning ``workspace -> manager``. The suite writes
+    Markdown files, calls ``sync()``, and checks searching, provenance, safe reads, status and
+    incremental updates.
+    """
+
+    #: the ``backend`` name status() must report
+    backend_name: str = ""
 
     def _find(self, memory: MemorySearchManager, query: str) -> list[MemorySearchResult]:
         return memory.search(query, max_results=5, min_score=0.0)

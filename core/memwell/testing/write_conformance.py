@@ -14,31 +14,17 @@ no other sync in between: the writer's own sync must bring the index up to date.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ..manager import MemorySearchManager
 from ..writing import MemoryWriter
-from .conformance import MemoryFactory, write_workspace
+from .conformance import MemoryFixtures
 
 
-class WriterConformance:
+class WriterConformance(MemoryFixtures):
     """Writes through the core writer are visible to the backend's next search."""
-
-    @pytest.fixture
-    def workspace(self, tmp_path: Path) -> Path:
-        return write_workspace(tmp_path / "ws")
-
-    @pytest.fixture
-    def memory(
-        self, memory_factory: MemoryFactory, workspace: Path
-    ) -> Iterator[MemorySearchManager]:
-        manager = memory_factory(workspace)
-        manager.sync(reason="conformance")
-        yield manager
-        manager.close()
 
     @pytest.fixture
     def writer(self, memory: MemorySearchManager, workspace: Path) -> MemoryWriter:

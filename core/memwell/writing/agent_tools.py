@@ -15,11 +15,12 @@ from functools import partial
 from typing import Any
 
 from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
-from memwell.errors import MemwellError, WriteRefusedError
+from memwell.errors import MemwellError, PathNotAllowedError, WriteRefusedError
 from memwell.retrieval.snippets import format_citation
+from memwell.tool_schemas import FAILURE_FIELDS
 from memwell.tools import BadArgument, error_text, optional_int
 
-from .results import WriteResult
+from .results import RecentFile, WriteResult
 from .writer import MemoryWriter
 
 log = logging.getLogger(__name__)
@@ -119,46 +120,20 @@ MEMORY_RECENT_TOOL: dict[str, Any] = {
     },
 }
 
-_WRITE_FIELDS = {
-    "written": {"type": "boolean"},
-    "path": {"type": "string"},
-    "operation": {"type": "string", "enum": ["append", "create", "replace"]},
-    "start_line": {"type": "integer"},
-    "end_line": {"type": "integer"},
-    "citation": {"type": "string"},
-    "bytes_written": {"type": "integer"},
-    "file_bytes": {"type": "integer"},
-    "created": {"type": "boolean"},
-    "heading_created": {"type": "boolean"},
-    "redacted": {"type": "boolean"},
-    "indexed": {"type": "boolean"},
-    "index_error": {"type": ["string", "null"]},
-    "disabled": {"type": "boolean"},
-    "reason": {"type": "string"},
-    "error": {"type": "string"},
-}
 WRITE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": _WRITE_FIELDS,
+    "properties": {
+        "written": {"type": "boolean"},
+        "citation": {"type": "string"},
+        **WriteResult.model_json_schema()["properties"],
+        **FAILURE_FIELDS,
+    },
 }
 RECENT_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "files": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string"},
-                    "modified": {"type": "string", "format": "date-time"},
-                    "bytes": {"type": "integer"},
-                },
-                "required": ["path", "modified", "bytes"],
-            },
-        },
-        "disabled": {"type": "boolean"},
-        "reason": {"type": "string"},
-        "error": {"type": "string"},
+        "files": {"type": "array", "items": RecentFile.model_json_schema()},
+        **FAILURE_FIELDS,
     },
 }
 
@@ -168,14 +143,6 @@ def _written(result: WriteResult) -> dict[str, Any]:
     payload["citation"] = format_citation(result.path, result.start_line, result.end_line)
     if payload["index_error"] is None:
         del payload["index_error"]
-    return payload
-
-
-def _refused(exc: Exception, **extra: Any) -> dict[str, Any]:
-    reason = exc.reason if isinstance(exc, WriteRefusedError) else "not_allowed"
-    payload: dict[str, Any] = {**extra, "error": error_text(exc), "reason": reason}
-    if reason == "disabled":
-        payload["disabled"] = True
     return payload
 
 
@@ -232,9 +199,19 @@ def memory_recent(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, An
 
 
 def _failed(tool: str, exc: Exception, **extra: Any) -> dict[str, Any]:
+    """The refusal payload for ``exc``; errors memwell did not raise on purpose are logged."""
+    if isinstance(exc, WriteRefusedError):
+        reason = exc.reason
+    elif isinstance(exc, PathNotAllowedError):
+        reason = "not_allowed"
+    else:
+        reason = "failed"
     if not isinstance(exc, MemwellError):
         log.warning("%s failed: %s: %s", tool, type(exc).__name__, exc)
-    return _refused(exc, **extra)
+    payload: dict[str, Any] = {**extra, "error": error_text(exc), "reason": reason}
+    if reason == "disabled":
+        payload["disabled"] = True
+    return payload
 
 
 _ADDS = ToolHints(read_only=False)

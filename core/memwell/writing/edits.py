@@ -36,10 +36,11 @@ def newline_of(text: str) -> str:
 
 
 def as_block(note: str, newline: str) -> str:
-    """``note`` without surrounding blank lines and trailing spaces, in ``newline`` endings."""
+    """``note`` without leading blank lines and trailing whitespace, in ``newline`` endings."""
     lines = note.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    body = "\n".join(line.rstrip() for line in lines).strip("\n")
-    return body.replace("\n", newline)
+    while lines and not lines[0].strip():
+        del lines[0]
+    return "\n".join(lines).rstrip().replace("\n", newline)
 
 
 def _lines(text: str) -> list[str]:

@@ -181,13 +181,14 @@ class MemoryWriter:
     ) -> WriteResult:
         real, display = resolve_write_path(self.workspace, target)
         with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
-            ensure_parent(self.workspace, real, display)
             for attempt in range(_CHANGED_FILE_RETRIES):
                 state = read_state(real)
                 change, heading_created = edit(
                     state.data.decode("utf-8", "surrogateescape"), state.exists
                 )
                 data = change.text.encode("utf-8", "surrogateescape")
+                if not state.exists:
+                    ensure_parent(self.workspace, real, display)
                 try:
                     replace_file(real, data, state)
                     break

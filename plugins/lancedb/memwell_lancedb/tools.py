@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from memwell.descriptors import AgentTool
+from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
 from memwell.tools import BadArgument, error_text, optional_int, parse_arguments
 
 from .memory import CATEGORIES, DEFAULT_IMPORTANCE, RECALL_LIMIT, MemoryHit, is_memory_id
@@ -139,9 +139,15 @@ def agent_tools(manager: ManagerSource) -> list[AgentTool]:
 
         return run
 
+    hints = {
+        "memory_store": ToolHints(read_only=False),
+        "memory_recall": READ_ONLY,
+        "memory_forget": ToolHints(read_only=False, destructive=True),
+    }
     return [
-        AgentTool(definition, bind(definition["function"]["name"]))
+        AgentTool(definition, bind(name), hints[name])
         for definition in tool_definitions()
+        for name in [definition["function"]["name"]]
     ]
 
 
