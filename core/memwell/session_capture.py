@@ -212,6 +212,7 @@ def save_session(
         ``[session_save] messages``).
     :param generator: the slug generator (default: the one ``[textgen]`` selects).
     :param now: the time used when messages carry none.
+    :raises ValueError: ``message_count`` below 1.
     :raises SessionCaptureError: there is no user or assistant message to save.
     :raises WriteRefusedError: writing is disabled, too large, or no free name was left.
     """
@@ -223,6 +224,8 @@ def save_session(
         raise SessionCaptureError(
             "no user or assistant messages to save" + (detail if skipped else "")
         )
+    if message_count is not None and message_count < 1:
+        raise ValueError(f"message_count must be at least 1, got {message_count}")
     count = message_count or writer.settings.session_save.messages
     recent = conversation.messages[-count:]
     ended_at = _ended_at(recent, now)

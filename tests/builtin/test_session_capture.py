@@ -127,6 +127,8 @@ def test_only_the_last_n_messages_are_kept(writer: MemoryWriter, workspace: Path
     assert body.endswith("user: message number 38\nassistant: message number 39\n")
     three = save(writer, turns(40), message_count=3)
     assert three.messages == 3
+    with pytest.raises(ValueError, match="message_count"):
+        save(writer, turns(2), message_count=0)
 
 
 def test_the_configured_message_count_applies(memory: MemorySearchManager, workspace: Path) -> None:
