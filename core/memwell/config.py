@@ -140,6 +140,30 @@ class RemoteSettings(_Strict):
     batch: BatchSettings = Field(default_factory=BatchSettings)
 
 
+class TextgenSettings(_Strict):
+    """``[textgen]``: which text generator makes slugs and summaries (see memwell.textgen)."""
+
+    provider: str = "none"
+    model: str = ""
+
+
+class SessionSaveSettings(_Strict):
+    """``[session_save]``: session notes written by ``memwell session save``."""
+
+    messages: int = Field(15, ge=1, le=10_000)
+
+
+class FlushSettings(_Strict):
+    """``[flush]``: the pre-compaction memory flush (reference defaults, spec section 8)."""
+
+    enabled: bool = True
+    soft_threshold_tokens: int = Field(4000, ge=0)
+    reserve_tokens_floor: int = Field(20_000, ge=0)
+    force_flush_transcript_bytes: int = Field(2 * 1024 * 1024, ge=0)
+    prompt: str | None = None
+    system_prompt: str | None = None
+
+
 class WriteSettings(_Strict):
     """``[write]``: the memory writer behind ``memwell write``, ``memory_write`` and MCP."""
 
@@ -167,6 +191,9 @@ class MemwellSettings(_Strict):
     sync: SyncSettings = Field(default_factory=SyncSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    textgen: TextgenSettings = Field(default_factory=TextgenSettings)
+    session_save: SessionSaveSettings = Field(default_factory=SessionSaveSettings)
+    flush: FlushSettings = Field(default_factory=FlushSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -266,19 +293,27 @@ def _check_plugin_sections(
 ) -> None:
     if registry is None:
         return
-    for table, known in (("backends", registry.backends), ("providers", registry.providers)):
+    # A [providers.<id>] section configures the plugin's embedding provider and its text
+    # generator alike; each validates it with its own model.
+    tables: tuple[tuple[str, list[Mapping[str, Any]]], ...] = (
+        ("backends", [registry.backends]),
+        ("providers", [registry.providers, registry.text_generators]),
+    )
+    for table, registries in tables:
         sections = layer.get(table) or {}
         for name, section in sections.items():
-            spec = known.get(name)
-            if spec is None:
-                installed = ", ".join(known) or "none"
+            specs = [known[name] for known in registries if name in known]
+            if not specs:
+                installed = ", ".join(sorted({n for known in registries for n in known}))
                 raise ConfigError(
                     f"unknown config key '{table}.{name}' in {source}: no such plugin "
-                    f"(installed: {installed})",
+                    f"(installed: {installed or 'none'})",
                     key=f"{table}.{name}",
                     source=source,
                 )
-            if spec.config_model is not None:
+            for spec in specs:
+                if spec.config_model is None:
+                    continue
                 try:
                     spec.config_model.model_validate(section)
                 except ValidationError as exc:

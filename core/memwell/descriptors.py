@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .embeddings import EmbeddingProvider
     from .manager import MemorySearchManager
     from .plugins import PluginRegistry
+    from .textgen.base import TextGenerator
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,32 @@ class EmbeddingProviderSpec:
 
     id: str
     create: Callable[[ProviderContext], EmbeddingProvider]
+    default_model: str
+    transport: Literal["local", "remote"]
+    auto_priority: int | None = None
+    config_model: type[BaseModel] | None = None
+    key_env: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TextGeneratorSpec:
+    """A text generator offered by a plugin: text in, text out (slugs, summaries, compaction).
+
+    :param id: the value of ``[textgen] provider = "..."`` that selects it.
+    :param create: builds the generator from a :class:`ProviderContext` whose ``model`` is
+        ``textgen.model`` or ``default_model`` and whose ``plugin_config`` is the validated
+        ``[providers.<id>]`` section; raises
+        :class:`~memwell.errors.ProviderUnavailableError` when it cannot run here (no key),
+        which lets ``auto`` selection move on.
+    :param transport: ``"local"`` or ``"remote"``.
+    :param auto_priority: order in ``provider = "auto"`` selection (lower first); ``None`` =
+        never chosen automatically.
+    :param key_env: environment variables that can hold its API key.
+    """
+
+    id: str
+    create: Callable[[ProviderContext], TextGenerator]
     default_model: str
     transport: Literal["local", "remote"]
     auto_priority: int | None = None

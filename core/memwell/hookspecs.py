@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import click
 
     from .agent import TurnMessage
-    from .descriptors import AgentTool, EmbeddingProviderSpec, SearchBackend
+    from .descriptors import AgentTool, EmbeddingProviderSpec, SearchBackend, TextGeneratorSpec
     from .manager import MemorySearchManager
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -74,6 +74,31 @@ def memwell_embedding_providers() -> Iterable[EmbeddingProviderSpec]:
                                         default_model="hash-64", transport="local")
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def memwell_text_generators() -> Iterable[TextGeneratorSpec]:
+    """Return the text generators this plugin provides (text in, text out).
+
+    Called once when the registry is built. memwell uses the generator chosen by
+    ``[textgen] provider`` for short generated text: session-note slugs today, summaries and
+    compaction by plugins. ``provider = "none"`` (the default) uses the offline extractive
+    generator in core; ``"auto"`` takes generators with ``auto_priority`` set, lowest first,
+    skipping those whose ``create`` raises :class:`~memwell.errors.ProviderUnavailableError`
+    (a remote generator without its key), and ends at the extractive one.
+
+    :returns: an iterable of :class:`memwell.descriptors.TextGeneratorSpec` descriptors whose
+        ``create`` returns a :class:`memwell.textgen.base.TextGenerator`.
+
+    Example::
+
+        @hookimpl
+        def memwell_text_generators():
+            yield TextGeneratorSpec(id="upper", create=lambda ctx: Upper(ctx.model),
+                                    default_model="upper-1", transport="local")
+
+    .. versionadded:: 0.2
     """
 
 

@@ -11,6 +11,8 @@ carries read-only/destructive/idempotent annotations and an output schema.
 
 The memory files are resources (``memwell:<path>``, listed by discovery, read through the
 manager's safe ``read_file``), and the recall instructions are the prompt ``memory_recall``.
+The prompt ``memory_flush`` is the pre-compaction flush (:mod:`memwell.flush`): given the
+host's context usage it says whether to flush now, once per compaction cycle, and how.
 
 Plugins offer more tools for their own managers through the ``memwell_agent_tools`` hook
 (LanceDB's ``memory_store``, ``memory_recall`` and ``memory_forget``, for example); the server
@@ -50,7 +52,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from . import __version__
+from .config import FlushSettings
 from .descriptors import READ_ONLY, AgentTool
+from .flush import FileFlushState, FlushState, MemoryFlushState, plan_from_arguments, plan_text
 from .manager import MemorySearchManager
 from .mcp_jsonrpc import ScreenedHttp, screened_stdio
 from .plugins import PluginRegistry
@@ -68,6 +72,15 @@ HTTP_HOST = "127.0.0.1"
 HTTP_PATH = "/mcp"
 RESOURCE_SCHEME = "memwell:"
 RECALL_PROMPT = "memory_recall"
+FLUSH_PROMPT = "memory_flush"
+_FLUSH_ARGUMENTS = {
+    "tokens_used": "Tokens the conversation uses now (with context_window; omit both to flush).",
+    "context_window": "The model's context window in tokens.",
+    "compaction_count": "Compactions so far, or any id of the current compaction cycle.",
+    "transcript_bytes": "The transcript's size in bytes, if known.",
+    "reserve_tokens": "The host's own compaction reserve in tokens, if any.",
+    "session_key": "The conversation, so each session gets one flush per cycle.",
+}
 _CORE_OUTPUT_SCHEMAS = {"memory_search": SEARCH_OUTPUT_SCHEMA, "memory_get": GET_OUTPUT_SCHEMA}
 
 
@@ -146,6 +159,7 @@ class McpMemoryServer:
     ) -> None:
         self.manager = manager
         self.writer = writer
+        self._flush_state: FlushState = MemoryFlushState()
         self.sync_on_start = sync_on_start
         tools = memory_tools(manager, citations=citations, registry=registry, writer=writer)
         self.tools = {tool.name: tool for tool in tools}
@@ -223,13 +237,36 @@ class McpMemoryServer:
             name=RECALL_PROMPT,
             description="How to recall (and, with the write tools, record) memory.",
         )
-        return types.ListPromptsResult(prompts=[prompt])
+        flush = types.Prompt(
+            name=FLUSH_PROMPT,
+            description="Pre-compaction memory flush: whether to save durable memories now.",
+            arguments=[
+                types.PromptArgument(name=name, description=text, required=False)
+                for name, text in _FLUSH_ARGUMENTS.items()
+            ],
+        )
+        return types.ListPromptsResult(prompts=[prompt, flush])
+
+    def _flush_prompt(self, arguments: dict[str, str]) -> types.GetPromptResult:
+        settings, state = FlushSettings(), self._flush_state
+        if self.writer is not None:
+            settings = self.writer.settings.flush
+            state = FileFlushState.for_workspace(self.writer.workspace, self.writer.settings)
+        try:
+            plan = plan_from_arguments(arguments, settings=settings, state=state)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from exc
+        message = types.PromptMessage(role="user", content=types.TextContent(text=plan_text(plan)))
+        description = f"Flush to {plan.target}" if plan.flush else "No memory flush needed"
+        return types.GetPromptResult(description=description, messages=[message])
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
+        if params.name == FLUSH_PROMPT:
+            return await anyio.to_thread.run_sync(self._flush_prompt, dict(params.arguments or {}))
         if params.name != RECALL_PROMPT:
-            known = f"unknown prompt {params.name!r}; known: {RECALL_PROMPT!r}"
+            known = f"unknown prompt {params.name!r}; known: {RECALL_PROMPT!r}, {FLUSH_PROMPT!r}"
             raise MCPError(INVALID_PARAMS, known)
         message = types.PromptMessage(
             role="user", content=types.TextContent(text=self.instructions)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 import pluggy
 
 from . import hookspecs
-from .descriptors import EmbeddingProviderSpec, SearchBackend
+from .descriptors import EmbeddingProviderSpec, SearchBackend, TextGeneratorSpec
 from .errors import PluginError
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "memwell"
 ALLOW_LIST_ENV = "MEMWELL_LOAD_PLUGINS"
 
-_D = TypeVar("_D", SearchBackend, EmbeddingProviderSpec)
+_D = TypeVar("_D", SearchBackend, EmbeddingProviderSpec, TextGeneratorSpec)
 
 
 @dataclass
@@ -41,6 +41,16 @@ class PluginInfo:
     error: str | None = None
     backends: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
+    text_generators: list[str] = field(default_factory=list)
+
+    def names(self, kind: str) -> list[str]:
+        """The names of what this plugin provides of ``kind`` (backend, provider, ...)."""
+        by_kind = {
+            "backend": self.backends,
+            "provider": self.providers,
+            "text generator": self.text_generators,
+        }
+        return by_kind[kind]
 
 
 def allowed_plugins() -> set[str] | None:
@@ -64,6 +74,7 @@ class PluginRegistry:
         self.infos: dict[str, PluginInfo] = {}
         self._backends: dict[str, SearchBackend] | None = None
         self._providers: dict[str, EmbeddingProviderSpec] | None = None
+        self._text_generators: dict[str, TextGeneratorSpec] | None = None
         self._lock = threading.Lock()
         if load_entry_points:
             self._load_entry_points()
@@ -78,7 +89,7 @@ class PluginRegistry:
                 self.pm.unregister(plugin)
             raise PluginError(f"plugin {name!r} is invalid: {exc}", plugin=name) from exc
         self.infos[name] = info or PluginInfo(name=name)
-        self._backends = self._providers = None
+        self._backends = self._providers = self._text_generators = None
 
     def unregister(self, name: str) -> None:
         """Remove a registered plugin by name."""
@@ -86,7 +97,7 @@ class PluginRegistry:
         if plugin is not None:
             self.pm.unregister(plugin)
         self.infos.pop(name, None)
-        self._backends = self._providers = None
+        self._backends = self._providers = self._text_generators = None
 
     def _load_entry_points(self) -> None:
         allowed = allowed_plugins()
@@ -133,7 +144,7 @@ class PluginRegistry:
                 found[name] = item
                 owners[name] = owner
                 info = self.infos.setdefault(owner, PluginInfo(name=owner))
-                (info.backends if kind == "backend" else info.providers).append(name)
+                info.names(kind).append(name)
         return dict(sorted(found.items()))
 
     def _mark_error(self, plugin: str, error: str) -> None:
@@ -164,13 +175,24 @@ class PluginRegistry:
                 )
             return self._providers
 
+    @property
+    def text_generators(self) -> dict[str, TextGeneratorSpec]:
+        """Text generators by id, resolved once."""
+        with self._lock:
+            if self._text_generators is None:
+                self._reset_names("text generator")
+                self._text_generators = self._collect(
+                    self.pm.hook.memwell_text_generators, lambda t: t.id, "text generator"
+                )
+            return self._text_generators
+
     def _reset_names(self, kind: str) -> None:
         for info in self.infos.values():
-            (info.backends if kind == "backend" else info.providers).clear()
+            info.names(kind).clear()
 
     def resolve(self) -> None:
-        """Resolve both registries now (fills each :class:`PluginInfo`'s lists)."""
-        _ = self.backends, self.providers
+        """Resolve every registry now (fills each :class:`PluginInfo`'s lists)."""
+        _ = self.backends, self.providers, self.text_generators
 
     def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call every implementation of a hook separately, isolating failures.

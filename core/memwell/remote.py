@@ -121,6 +121,18 @@ def resolve_endpoint(ctx: ProviderContext, provider: str, key_env: Sequence[str]
     )
 
 
+def endpoint_create(
+    provider: str, key_env: tuple[str, ...], build: Callable[[ProviderContext, RemoteEndpoint], S]
+) -> Callable[[ProviderContext], S]:
+    """A ``create`` that resolves the endpoint (raising
+    :class:`ProviderUnavailableError` without a key) before ``build`` runs."""
+
+    def create(ctx: ProviderContext) -> S:
+        return build(ctx, resolve_endpoint(ctx, provider, key_env))
+
+    return create
+
+
 def remote_provider_spec(
     *,
     id: str,
@@ -135,13 +147,9 @@ def remote_provider_spec(
     A missing key fails before ``build`` runs, so ``auto`` selection never imports an SDK
     for a provider it cannot use.
     """
-
-    def create(ctx: ProviderContext) -> EmbeddingProvider:
-        return build(ctx, resolve_endpoint(ctx, id, key_env))
-
     return EmbeddingProviderSpec(
         id=id,
-        create=create,
+        create=endpoint_create(id, key_env, build),
         default_model=default_model,
         transport="remote",
         auto_priority=auto_priority,
@@ -154,33 +162,58 @@ def remote_provider_spec(
 # --- errors -----------------------------------------------------------------------------------
 
 
-def status_error(provider: str, status: int, message: str) -> ProviderError:
-    """An HTTP error status; 408, 429 and 5xx are retryable, a 2xx means a bad payload."""
+def status_error(
+    provider: str, status: int, message: str, *, what: str = "embeddings"
+) -> ProviderError:
+    """An HTTP error status; 408, 429 and 5xx are retryable, a 2xx means a bad payload.
+
+    ``what`` names the kind of request in the message (``"text generation"`` for generators).
+    """
     if 200 <= status < 300:
-        return response_error(provider, message)
+        return response_error(provider, message, what=what)
     retryable = status in RETRYABLE_STATUSES or status >= 500
     return ProviderError(
-        f"{provider} embeddings request failed (HTTP {status}): {message}",
+        f"{provider} {what} request failed (HTTP {status}): {message}",
         provider=provider,
         retryable=retryable,
         status_code=status,
     )
 
 
-def transport_error(provider: str, exc: BaseException) -> ProviderError:
+def transport_error(
+    provider: str, exc: BaseException, *, what: str = "embeddings"
+) -> ProviderError:
     """A timeout or connection failure; always retryable."""
     kind = "timed out" if "timeout" in type(exc).__name__.lower() else "connection failed"
     detail = str(exc) or type(exc).__name__
     return ProviderError(
-        f"{provider} embeddings request {kind}: {detail}", provider=provider, retryable=True
+        f"{provider} {what} request {kind}: {detail}", provider=provider, retryable=True
     )
 
 
-def response_error(provider: str, message: str) -> ProviderError:
+def response_error(provider: str, message: str, *, what: str = "embeddings") -> ProviderError:
     """A response the client could not use (malformed JSON, missing fields); not retried."""
     return ProviderError(
-        f"{provider} returned an invalid embeddings response: {message}", provider=provider
+        f"{provider} returned an invalid {what} response: {message}", provider=provider
     )
+
+
+def map_sdk_exception(
+    provider: str,
+    exc: Exception,
+    sdk_error: Callable[[Exception], ProviderError | None],
+    *,
+    what: str = "embeddings",
+) -> ProviderError:
+    """``exc`` as a :class:`ProviderError`: the SDK's own mapping first, then the generic one."""
+    if isinstance(exc, ProviderError):
+        return exc
+    mapped = sdk_error(exc)
+    if mapped is not None:
+        return mapped
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return transport_error(provider, exc, what=what)
+    return response_error(provider, f"{type(exc).__name__}: {exc}", what=what)
 
 
 class BatchError(ProviderError):
@@ -242,13 +275,7 @@ class RemoteEmbeddingProvider(ABC):
         except ProviderError:
             raise
         except Exception as exc:
-            mapped = self._sdk_error(exc)
-            if mapped is None:
-                if isinstance(exc, (TimeoutError, ConnectionError)):
-                    mapped = transport_error(self.id, exc)
-                else:
-                    mapped = response_error(self.id, f"{type(exc).__name__}: {exc}")
-            raise mapped from exc
+            raise map_sdk_exception(self.id, exc, self._sdk_error) from exc
 
     def _accept(
         self, vectors: Sequence[Sequence[float] | None], count: int

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.decay import (
     apply_temporal_decay,
@@ -69,6 +71,17 @@ def test_decay_multiplier_no_boost_and_invalid_inputs(age: float, half_life: flo
         ("memory/2026-01-15.md.bak", None),
         ("memory/notes/2026-01-15.txt", None),
         ("MEMORY.md", None),
+        # Session notes and dated notes in subdirectories date from their names.
+        ("memory/2026-01-15-api-design.md", date(2026, 1, 15)),
+        ("memory/2026-01-15-api-design-2.md", date(2026, 1, 15)),
+        ("memory/projects/2026-01-15.md", date(2026, 1, 15)),
+        ("memory/projects/2026-01-15 retro.md", date(2026, 1, 15)),
+        ("memory/a/b/2026-01-15_notes.md", date(2026, 1, 15)),
+        ("memory/2026-02-30-slug.md", None),
+        ("memory/2026-01-151.md", None),
+        ("memory/2026-01-15/notes.md", None),
+        ("memory/projects/notes-2026-01-15.md", None),
+        ("notes/2026-01-15-api.md", None),
     ],
 )
 def test_date_from_path(path: str, expected: date | None) -> None:
@@ -84,6 +97,9 @@ def test_date_from_path(path: str, expected: date | None) -> None:
         ("./memory/team/people.md", "memory", True),
         ("memory/2026-01-15.md", "memory", False),
         ("memory/2026-02-30.md", "memory", False),
+        ("memory/2026-01-15-api-design.md", "memory", False),
+        ("memory/team/2026-01-15.md", "memory", False),
+        ("memory/2026-01-15/notes.md", "memory", True),
         ("notes/ideas.md", "memory", False),
         ("docs/MEMORY.md", "memory", False),
         ("MEMORY.md", "sessions", False),
@@ -175,3 +191,22 @@ def test_aware_now_in_other_timezone() -> None:
         [hit("memory/2026-01-30.md", 0.8)], half_life_days=30, now=now, mtime_of=no_mtime
     )
     assert out.score == pytest.approx(0.4)
+
+
+def test_session_note_decays_by_its_name_not_its_mtime() -> None:
+    # Written today (mtime now) but named for a session 30 days ago: decays to half.
+    [out] = decay([hit("memory/2026-01-30-api-design.md", 0.8)])
+    assert out.score == pytest.approx(0.4)
+
+
+@given(
+    day=st.dates(min_value=date(1970, 1, 1), max_value=date(9999, 12, 31)),
+    subdirs=st.lists(st.from_regex(r"[a-z][a-z0-9 _-]{0,8}", fullmatch=True), max_size=2),
+    rest=st.one_of(st.just(""), st.from_regex(r"[-_ .a-z][a-z0-9 ._-]{0,20}", fullmatch=True)),
+)
+def test_any_dated_name_under_memory_dates_from_its_name(
+    day: date, subdirs: list[str], rest: str
+) -> None:
+    path = "/".join(["memory", *subdirs, f"{day.isoformat()}{rest}.md"])
+    assert date_from_path(path) == day
+    assert not is_evergreen(path, "memory")

@@ -199,7 +199,7 @@ def test_memory_files_are_resources_and_recall_is_a_prompt(server: McpMemoryServ
                     await client.read_resource(bad)
 
             prompts = (await client.list_prompts()).prompts
-            assert [p.name for p in prompts] == ["memory_recall"]
+            assert [p.name for p in prompts] == ["memory_recall", "memory_flush"]
             prompt = await client.get_prompt("memory_recall")
             text = prompt.messages[0].content.text  # type: ignore[union-attr]
             assert text.startswith("## Memory Recall") and "memory_write" in text

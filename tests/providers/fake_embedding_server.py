@@ -1,5 +1,8 @@
 """A scriptable fake of the OpenAI, Gemini, Mistral and Voyage embedding APIs.
 
+It also answers text generation: OpenAI and Mistral ``/chat/completions`` and Gemini
+``:generateContent``, with the next text pushed to ``generations`` or :func:`fake_generation`.
+
 A ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) speaking the wire formats the real SDK clients
 use (see ``reference/feasibility.md`` section 4), plus the batch endpoints: OpenAI/Voyage
 ``/files`` + ``/batches``, Gemini resumable upload + ``:asyncBatchEmbedContent`` + ``batches/``.
@@ -33,6 +36,12 @@ def fake_vector(text: str, dims: int = DEFAULT_DIMS) -> list[float]:
     """The server's embedding of ``text``: deterministic, non-zero, text-dependent."""
     digest = hashlib.shake_256(text.encode()).digest(dims)
     return [(byte + 1) / 257 for byte in digest]
+
+
+def fake_generation(prompt: str) -> str:
+    """The server's default answer to ``prompt``: deterministic and prompt-dependent."""
+    words = prompt.split()
+    return "fake answer: " + " ".join(words[-6:])
 
 
 @dataclass
@@ -106,6 +115,7 @@ class FakeEmbeddingServer:
         self.files: dict[str, bytes] = {}
         self.uploads: list[str] = []
         self.jobs: dict[str, dict[str, Any]] = {}
+        self.generations: deque[str] = deque()
         self._lock = threading.Lock()
         self._counter = 0
         self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
@@ -174,6 +184,54 @@ class FakeEmbeddingServer:
         yield r"POST .*/embeddings", self._embeddings
         yield r"POST .*/files", self._multipart_upload
         yield r"POST .*/batches", self._openai_create
+        yield r"POST .*/chat/completions", self._chat_completion
+        yield r"POST .*/models/(?P<model>[^/:]+):generateContent", self._gemini_generate
+
+    # -- text generation ---------------------------------------------------------------------------
+
+    def _generation(self, prompt: str) -> str:
+        return self.generations.popleft() if self.generations else fake_generation(prompt)
+
+    def _chat_completion(
+        self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
+    ) -> _Response:
+        """OpenAI and Mistral share this shape; the prompt is the last message's content."""
+        text = self._generation(str(data["messages"][-1]["content"]))
+        return _json(
+            {
+                "id": self._next_id("chatcmpl-"),
+                "object": "chat.completion",
+                "created": 0,
+                "model": data.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+            }
+        )
+
+    def _gemini_generate(
+        self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
+    ) -> _Response:
+        prompt = " ".join(part.get("text", "") for part in data["contents"][-1]["parts"])
+        text = self._generation(prompt)
+        return _json(
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": text}]},
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3},
+                "modelVersion": match["model"],
+            }
+        )
 
     def _embeddings(
         self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int

@@ -17,6 +17,7 @@ def plugin_rows(registry: PluginRegistry) -> list[dict[str, Any]]:
     for info in sorted(registry.infos.values(), key=lambda i: i.name):
         provides = [("backend", b) for b in info.backends]
         provides += [("provider", p) for p in info.providers]
+        provides += [("text generator", t) for t in info.text_generators]
         rows.append(
             {
                 "name": info.name,

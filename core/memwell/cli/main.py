@@ -315,4 +315,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         close_all()
 
 
-from . import eval_command, mcp_command, write_command  # noqa: E402, F401  (register subcommands)
+from . import (  # noqa: E402, F401  (register subcommands)
+    eval_command,
+    flush_command,
+    mcp_command,
+    session_command,
+    write_command,
+)

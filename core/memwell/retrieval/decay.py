@@ -10,7 +10,11 @@ from datetime import date, datetime, timezone
 
 from memwell.retrieval.candidate import Candidate
 
-_DATED_MEMORY_PATH = re.compile(r"(?:^|/)memory/([0-9]{4})-([0-9]{2})-([0-9]{2})\.md$")
+# A dated note anywhere under ``memory/``: ``YYYY-MM-DD.md``, ``YYYY-MM-DD-<slug>.md`` (session
+# notes) or ``<subdir>/YYYY-MM-DD<anything>.md``; a digit right after the date is not a date.
+_DATED_MEMORY_PATH = re.compile(
+    r"(?:^|/)memory/(?:[^/]+/)*([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[^0-9/][^/]*)?\.md$"
+)
 _EVERGREEN_ROOT_FILES = frozenset({"MEMORY.md", "memory.md"})
 _SECONDS_PER_DAY = 86_400.0
 
@@ -33,7 +37,11 @@ def _normalize(path: str) -> str:
 
 
 def date_from_path(path: str) -> date | None:
-    """The date of a daily note ``.../memory/YYYY-MM-DD.md``; None if absent or invalid."""
+    """The date in a dated note's name under ``memory/``; None if absent or invalid.
+
+    ``memory/2026-01-15.md``, ``memory/2026-01-15-api-design.md`` and
+    ``memory/projects/2026-01-15 retro.md`` all date from 2026-01-15.
+    """
     match = _DATED_MEMORY_PATH.search(_normalize(path))
     if match is None:
         return None
@@ -47,7 +55,7 @@ def date_from_path(path: str) -> date | None:
 def is_evergreen(path: str, source: str) -> bool:
     """True for ``memory``-source ``MEMORY.md``, ``memory.md`` and undated ``memory/...`` files.
 
-    A path shaped like a daily note is never evergreen, even with an invalid date.
+    A path shaped like a dated note is never evergreen, even with an invalid date.
     """
     if source != "memory":
         return False
@@ -65,7 +73,7 @@ def _utc_seconds(moment: datetime) -> float:
 
 
 def _timestamp(path: str, source: str, mtime_of: Callable[[str], float | None]) -> float | None:
-    """Epoch seconds a hit dates from: daily-note date, else None if evergreen, else mtime."""
+    """Epoch seconds a hit dates from: its name's date, else None if evergreen, else mtime."""
     day = date_from_path(path)
     if day is not None:
         return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
@@ -83,9 +91,10 @@ def apply_temporal_decay(
 ) -> list[Candidate]:
     """Multiply each score by its age's :func:`decay_multiplier`, keeping the input order.
 
-    The age comes from a daily-note path (UTC midnight), else evergreen files are not
-    decayed, else ``mtime_of(path)`` (epoch seconds; None means no decay). Timestamps are
-    looked up once per ``source:path`` within a call. Returns new candidates.
+    The age comes from a dated note's name (UTC midnight, see :func:`date_from_path`), else
+    evergreen files are not decayed, else ``mtime_of(path)`` (epoch seconds; None means no
+    decay). Timestamps are looked up once per ``source:path`` within a call. Returns new
+    candidates.
     """
     now_seconds = _utc_seconds(now)
     cache: dict[tuple[str, str], float | None] = {}

@@ -133,17 +133,67 @@ def _load_record(line: str) -> dict[str, object] | None:
     return record if isinstance(record, dict) else None
 
 
-def _message_line(record: dict[str, object]) -> tuple[str, int] | None:
-    """``("User: text", timestamp)`` for a kept message record, else None."""
+@dataclass(frozen=True)
+class TranscriptMessage:
+    """One kept user or assistant message: one line of redacted text, epoch ms (0: unknown),
+    and whether redaction changed it."""
+
+    role: str
+    text: str
+    timestamp_ms: int
+    redacted: bool = False
+
+
+def _kept_message(record: dict[str, object]) -> TranscriptMessage | None:
+    """The user or assistant message a record holds, else None."""
     message = record.get("message")
     if record.get("type") != "message" or not isinstance(message, dict):
         return None
     role = message.get("role")
-    label = _ROLE_LABELS.get(role) if isinstance(role, str) else None
     text = _message_text(message.get("content"))
-    if label is None or not text:
+    if not isinstance(role, str) or role not in _ROLE_LABELS or not text:
         return None
-    return f"{label}: {redact(text)}", _record_timestamp(record, message)
+    clean = redact(text)
+    return TranscriptMessage(role, clean, _record_timestamp(record, message), clean != text)
+
+
+def _message_line(record: dict[str, object]) -> tuple[str, int] | None:
+    """``("User: text", timestamp)`` for a kept message record, else None."""
+    kept = _kept_message(record)
+    if kept is None:
+        return None
+    return f"{_ROLE_LABELS[kept.role]}: {kept.text}", kept.timestamp_ms
+
+
+@dataclass(frozen=True)
+class TranscriptMessages:
+    """A transcript's kept messages, its session id (from a ``session`` record, if any) and
+    how many non-blank lines were not JSON objects."""
+
+    messages: tuple[TranscriptMessage, ...]
+    session_id: str | None
+    malformed_lines: int
+
+
+def read_transcript_messages(raw: str) -> TranscriptMessages:
+    """The user and assistant messages of a JSONL transcript, oldest first; never raises."""
+    messages: list[TranscriptMessage] = []
+    session_id: str | None = None
+    malformed = 0
+    for line in raw.split("\n"):
+        if not line.strip():
+            continue
+        record = _load_record(line)
+        if record is None:
+            malformed += 1
+            continue
+        record_id = record.get("id")
+        if record.get("type") == "session" and isinstance(record_id, str) and record_id.strip():
+            session_id = session_id or _normalise(record_id)
+        kept = _kept_message(record)
+        if kept is not None:
+            messages.append(kept)
+    return TranscriptMessages(tuple(messages), session_id, malformed)
 
 
 def parse_session_jsonl(raw: str) -> ParsedSession:

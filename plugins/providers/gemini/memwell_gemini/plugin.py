@@ -1,19 +1,27 @@
-"""Registers the ``gemini`` embedding provider; the SDK is imported only when it is created."""
+"""Registers the ``gemini`` embedding provider and text generator; SDKs load on creation."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, TextGeneratorSpec
 from memwell.embeddings import EmbeddingProvider
 from memwell.hookspecs import hookimpl
 from memwell.remote import RemoteEndpoint, remote_provider_spec
+from memwell.textgen.base import TextGenerator
+from memwell.textgen.remote import remote_text_generator_spec
 
 
 def _build(ctx: ProviderContext, endpoint: RemoteEndpoint) -> EmbeddingProvider:
     from .provider import GeminiEmbeddingProvider
 
     return GeminiEmbeddingProvider(ctx, endpoint)
+
+
+def _build_textgen(ctx: ProviderContext, endpoint: RemoteEndpoint) -> TextGenerator:
+    from .textgen import GeminiTextGenerator
+
+    return GeminiTextGenerator(ctx, endpoint)
 
 
 @hookimpl
@@ -25,4 +33,16 @@ def memwell_embedding_providers() -> Iterator[EmbeddingProviderSpec]:
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         build=_build,
         description="Google Gemini embeddings (gemini-embedding-*), with the Batch API",
+    )
+
+
+@hookimpl
+def memwell_text_generators() -> Iterator[TextGeneratorSpec]:
+    yield remote_text_generator_spec(
+        id="gemini",
+        default_model="gemini-2.5-flash",
+        auto_priority=30,
+        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        build=_build_textgen,
+        description="Google Gemini generateContent (gemini-*) for slugs and summaries",
     )

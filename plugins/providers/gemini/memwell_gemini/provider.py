@@ -54,6 +54,33 @@ def parse_gemini_batch_line(line: Mapping[str, Any]) -> BatchLine:
     return (str(key) if key is not None else None, embedding.get("values"), message)
 
 
+def gemini_client(endpoint: RemoteEndpoint, base_url: str) -> tuple[genai.Client, str]:
+    """The official client for ``endpoint`` (SDK retries off) and the versioned base URL."""
+    root, version = split_api_version(base_url)
+    client = genai.Client(
+        api_key=endpoint.api_key,
+        http_options=types.HttpOptions(
+            base_url=root,
+            api_version=version,
+            headers=endpoint.headers or None,
+            timeout=max(1, round(endpoint.timeout_seconds * 1000)),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        ),
+    )
+    return client, f"{root}/{version}"
+
+
+def gemini_sdk_error(
+    provider: str, exc: Exception, *, what: str = "embeddings"
+) -> ProviderError | None:
+    """A ``google-genai`` exception as a :class:`ProviderError`; ``None`` if not the SDK's."""
+    if isinstance(exc, errors.APIError):
+        return status_error(provider, exc.code, exc.message or str(exc), what=what)
+    if isinstance(exc, httpx2.TransportError):
+        return transport_error(provider, exc, what=what)
+    return None
+
+
 class GeminiEmbeddingProvider(BatchingRemoteProvider):
     """Embeddings through the official ``google-genai`` client, with SDK retries disabled."""
 
@@ -63,19 +90,8 @@ class GeminiEmbeddingProvider(BatchingRemoteProvider):
 
     def __init__(self, ctx: ProviderContext, endpoint: RemoteEndpoint) -> None:
         super().__init__(ctx, endpoint)
-        root, version = split_api_version(self.base_url)
-        self.base_url = f"{root}/{version}"
         # Keep the client referenced: a collected client closes its HTTP session.
-        self.client = genai.Client(
-            api_key=endpoint.api_key,
-            http_options=types.HttpOptions(
-                base_url=root,
-                api_version=version,
-                headers=endpoint.headers or None,
-                timeout=max(1, round(endpoint.timeout_seconds * 1000)),
-                retry_options=types.HttpRetryOptions(attempts=1),
-            ),
-        )
+        self.client, self.base_url = gemini_client(endpoint, self.base_url)
 
     def _request(self, texts: list[str], *, query: bool) -> Sequence[Sequence[float] | None]:
         response = self.client.models.embed_content(
@@ -89,11 +105,7 @@ class GeminiEmbeddingProvider(BatchingRemoteProvider):
         return [embedding.values for embedding in response.embeddings or []]
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
-        if isinstance(exc, errors.APIError):
-            return status_error(self.id, exc.code, exc.message or str(exc))
-        if isinstance(exc, httpx2.TransportError):
-            return transport_error(self.id, exc)
-        return None
+        return gemini_sdk_error(self.id, exc)
 
     def _run_batch(self, texts: list[str]) -> list[list[float]]:
         request: dict[str, Any] = {

@@ -1,19 +1,27 @@
-"""Registers the ``mistral`` embedding provider; the SDK is imported only when it is created."""
+"""Registers the ``mistral`` embedding provider and text generator; SDKs load on creation."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, TextGeneratorSpec
 from memwell.embeddings import EmbeddingProvider
 from memwell.hookspecs import hookimpl
 from memwell.remote import RemoteEndpoint, remote_provider_spec
+from memwell.textgen.base import TextGenerator
+from memwell.textgen.remote import remote_text_generator_spec
 
 
 def _build(ctx: ProviderContext, endpoint: RemoteEndpoint) -> EmbeddingProvider:
     from .provider import MistralEmbeddingProvider
 
     return MistralEmbeddingProvider(ctx, endpoint)
+
+
+def _build_textgen(ctx: ProviderContext, endpoint: RemoteEndpoint) -> TextGenerator:
+    from .textgen import MistralTextGenerator
+
+    return MistralTextGenerator(ctx, endpoint)
 
 
 @hookimpl
@@ -25,4 +33,16 @@ def memwell_embedding_providers() -> Iterator[EmbeddingProviderSpec]:
         key_env=("MISTRAL_API_KEY",),
         build=_build,
         description="Mistral embeddings API (mistral-embed)",
+    )
+
+
+@hookimpl
+def memwell_text_generators() -> Iterator[TextGeneratorSpec]:
+    yield remote_text_generator_spec(
+        id="mistral",
+        default_model="mistral-small-latest",
+        auto_priority=50,
+        key_env=("MISTRAL_API_KEY",),
+        build=_build_textgen,
+        description="Mistral chat completions (mistral-*) for slugs and summaries",
     )

@@ -16,6 +16,27 @@ from mistralai.client import Mistral, errors
 from mistralai.client.types import UNSET
 
 
+def mistral_client(endpoint: RemoteEndpoint, base_url: str) -> Mistral:
+    """The official client for ``endpoint``, with SDK retries off (the core retries)."""
+    return Mistral(
+        api_key=endpoint.api_key,
+        server_url=base_url.removesuffix("/v1"),
+        timeout_ms=max(1, round(endpoint.timeout_seconds * 1000)),
+        retry_config=None,
+    )
+
+
+def mistral_sdk_error(
+    provider: str, exc: Exception, *, what: str = "embeddings"
+) -> ProviderError | None:
+    """A ``mistralai`` exception as a :class:`ProviderError`; ``None`` if not the SDK's."""
+    if isinstance(exc, errors.MistralError):
+        return status_error(provider, exc.status_code, exc.message, what=what)
+    if isinstance(exc, (httpx2.TransportError, errors.NoResponseError)):
+        return transport_error(provider, exc, what=what)
+    return None
+
+
 class MistralEmbeddingProvider(RemoteEmbeddingProvider):
     """Embeddings through the official ``mistralai`` client, with SDK retries disabled."""
 
@@ -25,13 +46,7 @@ class MistralEmbeddingProvider(RemoteEmbeddingProvider):
 
     def __init__(self, ctx: ProviderContext, endpoint: RemoteEndpoint) -> None:
         super().__init__(ctx, endpoint)
-        server_url = self.base_url.removesuffix("/v1")
-        self.client = Mistral(
-            api_key=endpoint.api_key,
-            server_url=server_url,
-            timeout_ms=max(1, round(endpoint.timeout_seconds * 1000)),
-            retry_config=None,
-        )
+        self.client = mistral_client(endpoint, self.base_url)
 
     def _request(self, texts: list[str], *, query: bool) -> Sequence[Sequence[float] | None]:
         response = self.client.embeddings.create(
@@ -47,8 +62,4 @@ class MistralEmbeddingProvider(RemoteEmbeddingProvider):
         return [item.embedding for _, item in ordered]
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
-        if isinstance(exc, errors.MistralError):
-            return status_error(self.id, exc.status_code, exc.message)
-        if isinstance(exc, (httpx2.TransportError, errors.NoResponseError)):
-            return transport_error(self.id, exc)
-        return None
+        return mistral_sdk_error(self.id, exc)

@@ -22,6 +22,28 @@ DONE = frozenset({"completed"})
 FAILED = frozenset({"failed", "expired", "cancelled", "canceled"})
 
 
+def openai_client(endpoint: RemoteEndpoint, base_url: str) -> openai.OpenAI:
+    """The official client for ``endpoint``, with SDK retries off (the core retries)."""
+    return openai.OpenAI(
+        api_key=endpoint.api_key,
+        base_url=base_url,
+        default_headers=endpoint.headers or None,
+        timeout=endpoint.timeout_seconds,
+        max_retries=0,
+    )
+
+
+def openai_sdk_error(
+    provider: str, exc: Exception, *, what: str = "embeddings"
+) -> ProviderError | None:
+    """An ``openai`` SDK exception as a :class:`ProviderError`; ``None`` if not the SDK's."""
+    if isinstance(exc, openai.APIStatusError):
+        return status_error(provider, exc.status_code, exc.message, what=what)
+    if isinstance(exc, openai.APIConnectionError):
+        return transport_error(provider, exc, what=what)
+    return None
+
+
 class OpenAIEmbeddingProvider(BatchingRemoteProvider):
     """Embeddings through the official ``openai`` client (which never retries here)."""
 
@@ -31,13 +53,7 @@ class OpenAIEmbeddingProvider(BatchingRemoteProvider):
 
     def __init__(self, ctx: ProviderContext, endpoint: RemoteEndpoint) -> None:
         super().__init__(ctx, endpoint)
-        self.client = openai.OpenAI(
-            api_key=endpoint.api_key,
-            base_url=self.base_url,
-            default_headers=endpoint.headers or None,
-            timeout=endpoint.timeout_seconds,
-            max_retries=0,
-        )
+        self.client = openai_client(endpoint, self.base_url)
 
     def _request(self, texts: list[str], *, query: bool) -> Sequence[Sequence[float] | None]:
         response = self.client.embeddings.create(
@@ -48,11 +64,7 @@ class OpenAIEmbeddingProvider(BatchingRemoteProvider):
         return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
-        if isinstance(exc, openai.APIStatusError):
-            return status_error(self.id, exc.status_code, exc.message)
-        if isinstance(exc, openai.APIConnectionError):
-            return transport_error(self.id, exc)
-        return None
+        return openai_sdk_error(self.id, exc)
 
     def _run_batch(self, texts: list[str]) -> list[list[float]]:
         body: dict[str, object] = {"model": self.model}

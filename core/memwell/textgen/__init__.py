@@ -1,0 +1,1 @@
+"""Text generation (text in, text out): the plugin contract, the extractive default, selection."""
