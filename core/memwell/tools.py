@@ -24,6 +24,7 @@ from .manager import MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry, get_registry
 from .retrieval.snippets import citations_enabled, format_citation
+from .search_report import search_report
 
 log = logging.getLogger(__name__)
 
@@ -327,12 +328,7 @@ def memory_search(
             ranked = ranked[:limit]
         return {
             "results": [_result_dict(r, with_citations) for r in ranked],
-            "provider": status.provider,
-            "model": status.model,
-            "mode": status.search_mode,
-            "fallback": (
-                status.fallback.model_dump(by_alias=True) if status.fallback is not None else None
-            ),
+            **search_report(status),
             "citations": "on" if with_citations else "off",
             "untrusted_data": True,
             "notice": NOTICE,

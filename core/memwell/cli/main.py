@@ -22,6 +22,7 @@ from ..errors import MemwellError
 from ..factory import open_memory, resolve_workspace
 from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
+from ..search_report import search_report
 from ..plugins import get_registry
 from .diagnostics import doctor_report, plugin_rows
 
@@ -153,8 +154,12 @@ def search(
         manager.sync(reason="search")
     results = manager.search(query, max_results=max_results, min_score=min_score)
     if as_json:
-        _emit_json({"query": query, "results": [r.model_dump() for r in results]})
+        report = search_report(manager.status())
+        _emit_json({"query": query, "results": [r.model_dump() for r in results], **report})
         return
+    report = search_report(manager.status())
+    if report["degraded"]:
+        click.echo(f"note: {report['mode']} mode: {report['degraded_reason']}", err=True)
     if not results:
         click.echo("no results")
         return
@@ -211,6 +216,8 @@ def _status_lines(status: MemoryStatus) -> list[str]:
     if status.fallback is not None:
         fb = status.fallback
         lines.append(f"backend fallback: {fb.from_} -> {fb.to}: {fb.reason}")
+    if status.degraded is not None:
+        lines.append(f"degraded:   {status.degraded.mode}: {status.degraded.reason}")
     if status.last_sync_error:
         lines.append(f"last error: {status.last_sync_error}")
     return lines

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from memwell.config import MemwellSettings
 from memwell.embeddings import Vector
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.fts_query import build_fts_query, keyword_boost
-from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
+from memwell.retrieval.fts_query import build_fts_query
+from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
 
 from .store import IndexStore
 from .vectors import VectorIndex
@@ -67,6 +67,8 @@ class Searcher:
             # cannot change the ranking, only make FTS5 score thousands of extra rows.
             half = store.chunk_total() // 2
             frequencies = store.doc_frequencies(fts.terms, half + 1)
+            if not store.fts_available:
+                return []
             fts = fts.keeping({t for t, df in frequencies.items() if df <= half})
         filtered = not set(sources) >= set(self.settings.sources)
         return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
@@ -83,12 +85,41 @@ class Searcher:
         """FTS-only mode (spec 4.4): BM25 plus the reference's boosts; relaxed floor 0."""
         limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
         hits = self.keyword(store, query, limit, sources)
-        boosted = [
-            replace(c, score=min(1.0, c.text_score + keyword_boost(query, c.text, c.path)))
-            for c in hits
-        ]
-        ranked = rank_candidates(boosted, self.settings.query.hybrid, mtime_of=self._mtime)
-        return keyword_floor(ranked, min_score, max_results)
+        return self._rank_keyword_only(hits, query, min_score, max_results)
+
+    def _rank_keyword_only(
+        self, hits: Sequence[Candidate], query: str, min_score: float, max_results: int
+    ) -> list[Candidate]:
+        return rank_keyword_only(
+            hits,
+            query,
+            self.settings.query.hybrid,
+            min_score=min_score,
+            max_results=max_results,
+            mtime_of=self._mtime,
+        )
+
+    def file_scan(
+        self, query: str, *, max_results: int, min_score: float, sources: Sequence[str]
+    ) -> tuple[list[Candidate], ScanOutcome]:
+        """File-scan mode: the Markdown files scanned directly, ranked like keyword-only hits.
+
+        Only the ``memory`` source is scanned (session transcripts need the index).
+        """
+        if "memory" not in sources:
+            return [], ScanOutcome([], 0, ["session transcripts are not scanned"])
+        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
+        chunking = self.settings.chunking
+        outcome = scan_memory_files(
+            self.workspace,
+            query,
+            limit=limit,
+            extra_paths=self.settings.extra_paths,
+            tokens=chunking.tokens,
+            overlap=chunking.overlap,
+        )
+        ranked = self._rank_keyword_only(outcome.candidates, query, min_score, max_results)
+        return ranked, outcome
 
     def vector(
         self,
