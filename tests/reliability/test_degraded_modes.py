@@ -7,6 +7,7 @@ a query-time embedding failure used to answer keyword-only while the payload sai
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -217,3 +218,45 @@ def test_search_json_carries_the_fallback_and_mode(
         assert "embedding provider flaky -> backup" in payload["degraded_reason"]
     assert status["provider_fallback"]["to"] == "backup"
     assert status["degraded"] is None and status["search_mode"] == "hybrid"
+
+
+class Hang:
+    """Block every embedding call until released (a hung local model)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = 0
+
+    def __call__(self, texts: Sequence[str]) -> None:
+        self.entered += 1
+        self.release.wait(30)
+
+
+def test_a_hung_local_model_times_out_and_search_degrades_to_keywords(workspace: Path) -> None:
+    provider = HashEmbeddingProvider()
+    registry = make_registry((provider_plugin(provider, "slowlocal", "local"), "slowlocal"))
+    settings = make_settings(
+        provider="slowlocal",
+        local={"query_timeout_seconds": 0.3, "batch_timeout_seconds": 0.3},
+    )
+    manager = build_manager(workspace, settings, registry, retry=no_sleep_retry())
+    hang = Hang()
+    try:
+        manager.sync()
+        provider.fail = hang
+        payload = execute_tool("memory_search", {"query": "meadow"}, manager)
+        assert payload["results"], "the keyword index answers while the model hangs"
+        assert payload["mode"] == "fts-only" and payload["degraded"] is True
+        assert "timed out after 0.3 s" in payload["degraded_reason"]
+        assert hang.entered == 1, "a timed-out local call is not retried"
+        status = manager.status()
+        assert status.degraded is not None and "timed out" in status.degraded.reason
+
+        write_files(workspace, {"memory/new.md": "# New\n\nquasar notes\n"})
+        with pytest.raises(ProviderError, match="batch .*timed out"):
+            manager.sync()
+        assert manager.status().last_sync_error is not None
+    finally:
+        hang.release.set()
+        manager.close()
+    COUNTS["faults injected"] += hang.entered
