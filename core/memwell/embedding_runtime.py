@@ -268,7 +268,9 @@ class EmbeddingRuntime:
         try:  # the retry time has come: one probe, no retries, before re-embedding anything
             self._timed(selection, partial(selection.provider.embed_query, "ping"), "query")
         except Exception as exc:
-            log.warning("memwell: provider %r still fails (%s); keeping the fallback", record.primary, exc)
+            log.warning(
+                "memwell: provider %r still fails (%s); keeping the fallback", record.primary, exc
+            )
             stored = self._remember(record, f"{type(exc).__name__}: {exc}")
             self._fallback_used = True
             return self._fallback_selection(stored or record)
@@ -391,7 +393,9 @@ class EmbeddingRuntime:
         parts: list[Matrix] = []
         for group in groups:
             batch = [texts[i] for i in group]
-            call = partial(self._timed, self.selection(), partial(provider.embed_batch, batch), "batch")
+            call = partial(
+                self._timed, self.selection(), partial(provider.embed_batch, batch), "batch"
+            )
             raw = self.retry.call(call, provider=provider.id)
             parts.append(self._checked(provider, raw, len(batch)))
         return np.vstack(parts)

@@ -126,4 +126,8 @@ class MemoryStatus(BaseModel):
     @property
     def integrity_ok(self) -> bool:
         """True when every chunk has a vector (or vectors are not in use)."""
-        return self.vectors is None or self.search_mode in ("fts-only", "file-scan") or self.vectors == self.chunks
+        return (
+            self.vectors is None
+            or self.search_mode in ("fts-only", "file-scan")
+            or self.vectors == self.chunks
+        )

@@ -52,7 +52,7 @@ class FallbackRecord:
 
 def retry_delay(failures: int, base_seconds: float) -> float:
     """Seconds to wait after ``failures`` consecutive failures: doubling, capped at 24 h."""
-    return min(MAX_RETRY_SECONDS, base_seconds * 2 ** max(0, failures - 1))
+    return min(MAX_RETRY_SECONDS, base_seconds * 2.0 ** max(0, failures - 1))
 
 
 def next_record(

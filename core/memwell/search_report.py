@@ -27,9 +27,13 @@ def search_report(status: MemoryStatus) -> dict[str, Any]:
     reasons = [degraded.reason] if degraded is not None else []
     provider_fb = status.provider_fallback
     if provider_fb is not None and not any(provider_fb.reason in r for r in reasons):
-        reasons.append(f"embedding provider {provider_fb.from_} -> {provider_fb.to}: {provider_fb.reason}")
+        reasons.append(
+            f"embedding provider {provider_fb.from_} -> {provider_fb.to}: {provider_fb.reason}"
+        )
     if status.fallback is not None:
-        reasons.append(f"backend {status.fallback.from_} -> {status.fallback.to}: {status.fallback.reason}")
+        reasons.append(
+            f"backend {status.fallback.from_} -> {status.fallback.to}: {status.fallback.reason}"
+        )
     return {
         "provider": status.provider,
         "model": status.model,

@@ -93,7 +93,9 @@ def test_a_damaged_fts_table_falls_back_to_the_file_scan_and_is_rebuilt(
 def test_scan_scores_like_bm25_and_respects_its_bounds(workspace: Path, tmp_path: Path) -> None:
     found = scan_memory_files(workspace, "the retro is on Thursday", limit=5)
     assert found.files_scanned == 3 and not found.incomplete
-    assert [c.path for c in found.candidates] == ["memory/2026-01-02.md"], "stop words match nothing"
+    assert [c.path for c in found.candidates] == ["memory/2026-01-02.md"], (
+        "stop words match nothing"
+    )
     assert 0 < found.candidates[0].text_score < 1
 
     big = workspace / "memory" / "big.md"
@@ -105,7 +107,11 @@ def test_scan_scores_like_bm25_and_respects_its_bounds(workspace: Path, tmp_path
 
     ticks = iter(range(100))
     timed = scan_memory_files(
-        workspace, "Zanzibar", limit=5, limits=ScanLimits(max_seconds=1.5), clock=lambda: next(ticks)
+        workspace,
+        "Zanzibar",
+        limit=5,
+        limits=ScanLimits(max_seconds=1.5),
+        clock=lambda: next(ticks),
     )
     assert timed.files_scanned < 4 and any("time limit" in n for n in timed.incomplete)
 

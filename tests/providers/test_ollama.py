@@ -38,7 +38,9 @@ def test_batch_goes_to_api_embed_with_the_default_model(
 def test_an_old_server_without_api_embed_gets_one_request_per_text(
     server: FakeEmbeddingServer, tmp_path: Path
 ) -> None:
-    provider = h.create_provider("ollama", tmp_path, providers={"ollama": h.section(server, "ollama")})
+    provider = h.create_provider(
+        "ollama", tmp_path, providers={"ollama": h.section(server, "ollama")}
+    )
     server.push(Reply(status=404, body=b"404 page not found", content_type="text/plain"))
     vectors = provider.embed_batch(["one", "two", "three"])
     assert [list(v) for v in vectors] == [fake_vector(t) for t in ("one", "two", "three")]
@@ -52,7 +54,9 @@ def test_an_old_server_without_api_embed_gets_one_request_per_text(
 def test_a_missing_model_is_an_error_not_a_legacy_server(
     server: FakeEmbeddingServer, tmp_path: Path
 ) -> None:
-    provider = h.create_provider("ollama", tmp_path, providers={"ollama": h.section(server, "ollama")})
+    provider = h.create_provider(
+        "ollama", tmp_path, providers={"ollama": h.section(server, "ollama")}
+    )
     server.push(Reply.error(404, 'model "nomic-embed-text" not found, try pulling it first'))
     with pytest.raises(ProviderError, match="not found") as info:
         provider.embed_batch(["x"])
@@ -102,7 +106,9 @@ def test_an_explicit_unreachable_server_fails_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{_closed_port()}")
-    runtime = EmbeddingRuntime(h.make_settings(provider="ollama"), h.make_registry("ollama"), tmp_path)
+    runtime = EmbeddingRuntime(
+        h.make_settings(provider="ollama"), h.make_registry("ollama"), tmp_path
+    )
     with pytest.raises(ProviderUnavailableError, match="ollama serve"):
         runtime.selection()
 
@@ -111,7 +117,10 @@ def test_cache_key_names_server_and_model_but_no_key(
     server: FakeEmbeddingServer, tmp_path: Path
 ) -> None:
     provider = h.create_provider(
-        "ollama", tmp_path, model="mxbai-embed-large", providers={"ollama": h.section(server, "ollama")}
+        "ollama",
+        tmp_path,
+        model="mxbai-embed-large",
+        providers={"ollama": h.section(server, "ollama")},
     )
     data = provider.cache_key_data()
     assert data["base_url"] == server.url and data["model"] == "mxbai-embed-large"

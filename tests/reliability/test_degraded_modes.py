@@ -59,7 +59,9 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path / "ws"
 
 
-def _setup(retryable: bool = True) -> tuple[HashEmbeddingProvider, HashEmbeddingProvider, Outage, PluginRegistry]:
+def _setup(
+    retryable: bool = True,
+) -> tuple[HashEmbeddingProvider, Outage, PluginRegistry]:
     primary = HashEmbeddingProvider()
     outage = Outage(retryable)
     primary.fail = outage
@@ -68,7 +70,7 @@ def _setup(retryable: bool = True) -> tuple[HashEmbeddingProvider, HashEmbedding
         (provider_plugin(primary, "flaky", "remote"), "flaky"),
         (provider_plugin(backup, "backup"), "backup"),
     )
-    return primary, backup, outage, registry
+    return backup, outage, registry
 
 
 def _open(workspace: Path, registry: PluginRegistry, **settings: object) -> SqliteMemoryManager:
@@ -85,7 +87,7 @@ def _record(workspace: Path) -> dict[str, object]:
 
 
 def test_a_new_process_keeps_the_fallback_instead_of_re_embedding(workspace: Path) -> None:
-    primary, backup, outage, registry = _setup()
+    backup, outage, registry = _setup()
     first = _open(workspace, registry)
     first.sync()
     assert first.status().provider == "backup"
@@ -111,7 +113,7 @@ def test_a_new_process_keeps_the_fallback_instead_of_re_embedding(workspace: Pat
 
 
 def test_the_primary_is_probed_once_after_the_retry_interval(workspace: Path) -> None:
-    primary, backup, outage, registry = _setup()
+    backup, outage, registry = _setup()
     first = _open(workspace, registry)
     first.sync()
     first.close()
@@ -152,7 +154,7 @@ def test_retry_delay_doubles_and_is_capped() -> None:
 
 
 def test_an_unreadable_record_is_ignored(workspace: Path) -> None:
-    primary, backup, outage, registry = _setup()
+    _, outage, registry = _setup()
     (workspace / ".memwell").mkdir()
     (workspace / ".memwell" / FALLBACK_FILE).write_text("{not json", encoding="utf-8")
     manager = _open(workspace, registry)
@@ -195,7 +197,7 @@ def test_a_query_embedding_failure_is_reported_as_keyword_only(workspace: Path) 
 def test_search_json_carries_the_fallback_and_mode(
     workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    primary, backup, outage, registry = _setup(retryable=False)  # the CLI retries for real
+    _, _, registry = _setup(retryable=False)  # the CLI retries for real
     (workspace / "memwell.toml").write_text(
         'provider = "flaky"\nfallback = "backup"\n[sync]\nwatch = false\n', encoding="utf-8"
     )
@@ -253,7 +255,7 @@ def test_a_hung_local_model_times_out_and_search_degrades_to_keywords(workspace:
         assert status.degraded is not None and "timed out" in status.degraded.reason
 
         write_files(workspace, {"memory/new.md": "# New\n\nquasar notes\n"})
-        with pytest.raises(ProviderError, match="batch .*timed out"):
+        with pytest.raises(ProviderError, match=r"batch .*timed out"):
             manager.sync()
         assert manager.status().last_sync_error is not None
     finally:

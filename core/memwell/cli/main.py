@@ -22,8 +22,8 @@ from ..errors import MemwellError
 from ..factory import open_memory, resolve_workspace
 from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
-from ..search_report import search_report
 from ..plugins import get_registry
+from ..search_report import search_report
 from .diagnostics import doctor_report, plugin_rows
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -94,4 +94,6 @@ def rank_keyword_only(
         replace(c, score=min(1.0, c.text_score + keyword_boost(query, c.text, c.path)))
         for c in hits
     ]
-    return keyword_floor(rank_candidates(boosted, hybrid, mtime_of=mtime_of), min_score, max_results)
+    return keyword_floor(
+        rank_candidates(boosted, hybrid, mtime_of=mtime_of), min_score, max_results
+    )

@@ -16,7 +16,6 @@ from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import EmbeddingProvider
 from memwell.errors import BackendUnavailableError, ProviderError
 from memwell.manager import BaseMemoryManager, ProgressCallback
-from memwell.provider_fallback import FALLBACK_FILE
 from memwell.models import (
     CacheStatus,
     FtsStatus,
@@ -29,6 +28,7 @@ from memwell.models import (
     SourceCount,
     VectorStatus,
 )
+from memwell.provider_fallback import FALLBACK_FILE
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.snippets import format_citation, truncate_snippet
@@ -494,7 +494,9 @@ class SqliteMemoryManager(BaseMemoryManager):
                     )
                     if outcome.incomplete:
                         reason += f"; scan incomplete: {', '.join(outcome.incomplete)}"
-        self.last_degradation = None if reason is None else SearchDegradation(mode=mode, reason=reason)
+        self.last_degradation = (
+            None if reason is None else SearchDegradation(mode=mode, reason=reason)
+        )
         return [_to_result(c) for c in found]
 
     # -- reads, status, probes --------------------------------------------------------------
