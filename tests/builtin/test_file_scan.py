@@ -123,3 +123,23 @@ def test_scan_finds_chinese_like_the_index(tmp_path: Path) -> None:
     (ws / "MEMORY.md").write_text("# Memory\n\nnothing here\n", encoding="utf-8")
     found = scan_memory_files(ws, "部署方案", limit=5)
     assert [c.path for c in found.candidates] == ["memory/zh.md"]
+
+
+def test_keyword_only_retries_each_keyword_when_the_query_finds_nothing(
+    open_ws: OpenFn, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "plan.md").write_text(
+        "# Plan\n\nThe rollout of the API happens Monday.\n", encoding="utf-8"
+    )
+    (ws / "memory" / "zh.md").write_text("# 记录\n\n我们讨论了部署方案。\n", encoding="utf-8")
+    memory = open_ws(ws, provider="none", store={"fts": {"tokenizer": "trigram"}})
+    memory.sync()
+    # trigram: "v9" can only be a LIKE term, ANDed with the rest, so the query matches nothing
+    hits = memory.search("API rollout v9")
+    assert hits and hits[0].path == "memory/plan.md"
+    memory = open_ws(ws, provider="none")
+    memory.sync()
+    # "讨方" is not a bigram of the text; its characters are
+    assert [h.path for h in memory.search("讨方", min_score=0)] == ["memory/zh.md"]

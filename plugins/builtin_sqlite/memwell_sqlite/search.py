@@ -12,10 +12,15 @@ from memwell.embeddings import Vector
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
 from memwell.retrieval.fts_query import build_fts_query
+from memwell.retrieval.keywords import extract_keywords
 from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
 
 from .store import IndexStore
 from .vectors import VectorIndex
+
+
+#: At most this many keywords are searched one by one (spec 4.4's fallback).
+MAX_KEYWORD_SEARCHES = 16
 
 
 def candidate_count(max_results: int, multiplier: int) -> int:
@@ -84,8 +89,24 @@ class Searcher:
     ) -> list[Candidate]:
         """FTS-only mode (spec 4.4): BM25 plus the reference's boosts; relaxed floor 0."""
         limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
-        hits = self.keyword(store, query, limit, sources)
+        hits = self.keyword(store, query, limit, sources) or self._each_keyword(
+            store, query, limit, sources
+        )
         return self._rank_keyword_only(hits, query, min_score, max_results)
+
+    def _each_keyword(
+        self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
+    ) -> list[Candidate]:
+        """Spec 4.4's second try when the whole query finds nothing: each extracted keyword
+        on its own, keeping a chunk's best score (finds CJK single characters, and words next
+        to a too-short term that the trigram tokenizer can only AND in)."""
+        keywords = extract_keywords(query, trigram=store.tokenizer == "trigram")
+        best: dict[str, Candidate] = {}
+        for keyword in keywords[:MAX_KEYWORD_SEARCHES]:
+            for cand in self.keyword(store, keyword, limit, sources):
+                if cand.id not in best or best[cand.id].text_score < cand.text_score:
+                    best[cand.id] = cand
+        return sorted(best.values(), key=lambda c: -c.text_score)[:limit]
 
     def _rank_keyword_only(
         self, hits: Sequence[Candidate], query: str, min_score: float, max_results: int
