@@ -18,7 +18,6 @@ from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
 from .store import IndexStore
 from .vectors import VectorIndex
 
-
 #: At most this many keywords are searched one by one (spec 4.4's fallback).
 MAX_KEYWORD_SEARCHES = 16
 
