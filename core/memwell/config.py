@@ -124,6 +124,13 @@ class CacheSettings(_Strict):
     max_entries: int | None = Field(None, ge=1)
 
 
+class LocalSettings(_Strict):
+    """Time limits for local (in-process) embedding; the reference's 10 and 5 minutes."""
+
+    batch_timeout_seconds: float = Field(600, gt=0)
+    query_timeout_seconds: float = Field(300, gt=0)
+
+
 class BatchSettings(_Strict):
     enabled: bool = False
     wait: bool = True
@@ -180,11 +187,16 @@ class MemwellSettings(_Strict):
     provider: str = "auto"
     model: str = ""
     fallback: str = "none"
+    # How long a failed primary is left alone before it is tried again (doubling per failure).
+    fallback_retry_minutes: float = Field(60, ge=0)
     sources: list[Source] = Field(default_factory=lambda: list[Source](["memory"]))
     extra_paths: list[str] = Field(default_factory=list)
     sessions_dir: str = "sessions"
     citations: Literal["auto", "on", "off"] = "auto"
     index_dir: str = ".memwell"
+    # Files kept in the system prompt on every turn (memwell.prompt.core_memory_section).
+    core_files: list[str] = Field(default_factory=lambda: ["MEMORY.md"])
+    core_files_max_chars: int = Field(12_000, ge=200)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     query: QuerySettings = Field(default_factory=QuerySettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
@@ -195,6 +207,7 @@ class MemwellSettings(_Strict):
     session_save: SessionSaveSettings = Field(default_factory=SessionSaveSettings)
     flush: FlushSettings = Field(default_factory=FlushSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+    local: LocalSettings = Field(default_factory=LocalSettings)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

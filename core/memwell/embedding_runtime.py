@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -22,11 +23,13 @@ from .embeddings import EmbeddingProvider, Matrix, Vector, provider_key, to_unit
 from .errors import ConfigError, ProviderError, ProviderUnavailableError
 from .models import FallbackStatus
 from .plugins import PluginRegistry
+from .provider_fallback import FallbackRecord, clear_record, load_record, next_record, save_record
 from .retrieval.chunking import CHARS_PER_TOKEN
 from .retrieval.limits import batch_by_bytes, max_input_tokens
 from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Request budget per embedding call for remote providers (spec 3.5), and texts per local call.
 REMOTE_BATCH_BYTES = 8000
@@ -136,12 +139,47 @@ def select_provider(
         return Selection(provider, fb_spec, requested, fallback=status)
 
 
+def call_with_timeout(fn: Callable[[], T], seconds: float, *, provider: str, what: str) -> T:
+    """Run ``fn`` in a worker thread and give up waiting after ``seconds``.
+
+    A hung local model cannot be interrupted, but the caller is never blocked by it: the
+    timeout raises a non-retryable :class:`ProviderError` (retrying a hung model only waits
+    again) and the worker thread is left to finish or hang on its own (it is a daemon).
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(fn())
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"memwell-{provider}-{what}", daemon=True).start()
+    if not done.wait(seconds):
+        raise ProviderError(
+            f"local embedding {what} with provider {provider!r} timed out after {seconds:g} s",
+            provider=provider,
+        )
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
 class EmbeddingRuntime:
     """Lazy, retrying, normalising access to the selected provider.
 
     Selection happens on first use; a failed selection is sticky (re-raised on every call)
     until :meth:`reset`. :meth:`activate_fallback` switches to the configured fallback at
     most once per runtime; the backend must then re-embed everything.
+
+    A backend that sets :attr:`state_path` (before the first selection) keeps a fallback with
+    its index (:mod:`memwell.provider_fallback`): later runtimes go straight to the fallback
+    until the retry time, then probe the primary with one query. Calls to local providers are
+    bounded by ``local.batch_timeout_seconds`` and ``local.query_timeout_seconds``.
     """
 
     def __init__(
@@ -162,6 +200,7 @@ class EmbeddingRuntime:
         self._fallback_used = False
         self._dims: int | None = None
         self.batch = BatchState()
+        self.state_path: Path | None = None
 
     def selection(self) -> Selection:
         """Select the provider on first call; re-raise a failed selection."""
@@ -170,11 +209,84 @@ class EmbeddingRuntime:
                 raise self._error
             if self._selection is None:
                 try:
-                    self._selection = select_provider(self.settings, self.registry, self.workspace)
+                    self._selection = self._select()
                 except Exception as exc:
                     self._error = exc
                     raise
             return self._selection
+
+    def _record(self) -> FallbackRecord | None:
+        """The stored fallback for the configured provider pair, if any."""
+        if self.state_path is None or self.settings.fallback in ("none", self.settings.provider):
+            return None
+        record = load_record(self.state_path)
+        if record is None or not record.applies_to(self.settings.provider, self.settings.fallback):
+            return None
+        return record
+
+    def _remember(self, previous: FallbackRecord | None, reason: str) -> FallbackRecord | None:
+        if self.state_path is None:
+            return None
+        record = next_record(
+            previous,
+            self.settings.provider,
+            self.settings.fallback,
+            reason,
+            self.settings.fallback_retry_minutes * 60,
+        )
+        save_record(self.state_path, record)
+        return record
+
+    def _fallback_selection(self, record: FallbackRecord) -> Selection:
+        spec = _lookup(self.registry, record.fallback, "fallback")
+        provider = _create(spec, self.settings, self.workspace, "")
+        status = FallbackStatus(from_=record.primary, to=spec.id, reason=record.describe())
+        return Selection(provider, spec, self.settings.provider, fallback=status)
+
+    def _select(self) -> Selection:
+        """:func:`select_provider`, honouring and updating the stored fallback record."""
+        record = self._record()
+        if record is not None and not record.due():
+            try:
+                selection = self._fallback_selection(record)
+            except ProviderError as exc:
+                log.warning("memwell: recorded fallback %r fails too: %s", record.fallback, exc)
+            else:
+                self._fallback_used = True
+                return selection
+        selection = select_provider(self.settings, self.registry, self.workspace)
+        if selection.fallback is not None:  # the primary could not even be created
+            stored = self._remember(record, selection.fallback.reason)
+            if stored is not None:
+                selection.fallback = selection.fallback.model_copy(
+                    update={"reason": stored.describe()}
+                )
+            self._fallback_used = True
+            return selection
+        if record is None or selection.provider is None:
+            return selection
+        try:  # the retry time has come: one probe, no retries, before re-embedding anything
+            self._timed(selection, partial(selection.provider.embed_query, "ping"), "query")
+        except Exception as exc:
+            log.warning(
+                "memwell: provider %r still fails (%s); keeping the fallback", record.primary, exc
+            )
+            stored = self._remember(record, f"{type(exc).__name__}: {exc}")
+            self._fallback_used = True
+            return self._fallback_selection(stored or record)
+        log.info("memwell: provider %r works again; leaving the fallback", record.primary)
+        if self.state_path is not None:
+            clear_record(self.state_path)
+        return selection
+
+    def _timed(self, selection: Selection, fn: Callable[[], T], what: str) -> T:
+        """``fn`` under the local timeouts when the provider runs in-process."""
+        spec = selection.spec
+        if spec is None or spec.transport != "local":
+            return fn()
+        local = self.settings.local
+        seconds = local.query_timeout_seconds if what == "query" else local.batch_timeout_seconds
+        return call_with_timeout(fn, seconds, provider=spec.id, what=what)
 
     @property
     def provider(self) -> EmbeddingProvider | None:
@@ -241,7 +353,11 @@ class EmbeddingRuntime:
     def embed_query(self, text: str) -> Vector:
         """Embed a query; returns a unit float32 vector."""
         provider = self._require()
-        raw = self.retry.call(partial(provider.embed_query, text), provider=provider.id)
+        selection = self.selection()
+        raw = self.retry.call(
+            partial(self._timed, selection, partial(provider.embed_query, text), "query"),
+            provider=provider.id,
+        )
         matrix = to_unit_matrix(np.asarray(raw, dtype=np.float32).reshape(1, -1))
         self._check_dims(matrix, provider)
         row: Vector = matrix[0]
@@ -277,7 +393,10 @@ class EmbeddingRuntime:
         parts: list[Matrix] = []
         for group in groups:
             batch = [texts[i] for i in group]
-            raw = self.retry.call(partial(provider.embed_batch, batch), provider=provider.id)
+            call = partial(
+                self._timed, self.selection(), partial(provider.embed_batch, batch), "batch"
+            )
+            raw = self.retry.call(call, provider=provider.id)
             parts.append(self._checked(provider, raw, len(batch)))
         return np.vstack(parts)
 
@@ -303,13 +422,16 @@ class EmbeddingRuntime:
             return False
         spec = _lookup(self.registry, fallback, "fallback")
         provider = _create(spec, self.settings, self.workspace, "")
+        stored = self._remember(self._record(), reason)
         with self._lock:
             from_id = current.spec.id if current.spec else current.requested
             self._selection = Selection(
                 provider,
                 spec,
                 current.requested,
-                fallback=FallbackStatus(from_=from_id, to=spec.id, reason=reason),
+                fallback=FallbackStatus(
+                    from_=from_id, to=spec.id, reason=stored.describe() if stored else reason
+                ),
             )
             self._fallback_used = True
             self._dims = None

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SearchMode = Literal["hybrid", "fts-only", "vector-only", "disabled"]
+SearchMode = Literal["hybrid", "fts-only", "vector-only", "file-scan", "disabled"]
+"""``file-scan``: no usable keyword index, so the Markdown files themselves are scanned."""
 
 
 class MemorySearchResult(BaseModel):
@@ -88,6 +89,13 @@ class FallbackStatus(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
 
+class SearchDegradation(BaseModel):
+    """A search that ran in a lesser mode than configured: the mode it used, and why."""
+
+    mode: SearchMode
+    reason: str
+
+
 class MemoryStatus(BaseModel):
     """A snapshot of a manager's state; every backend fills what applies to it."""
 
@@ -111,6 +119,7 @@ class MemoryStatus(BaseModel):
     vector: VectorStatus | None = None
     fallback: FallbackStatus | None = None
     provider_fallback: FallbackStatus | None = None
+    degraded: SearchDegradation | None = None
     last_sync_error: str | None = None
     custom: dict[str, Any] = Field(default_factory=dict)
     #: Queries longer than this are cut to it before searching (``query.max_chars``).
@@ -119,4 +128,8 @@ class MemoryStatus(BaseModel):
     @property
     def integrity_ok(self) -> bool:
         """True when every chunk has a vector (or vectors are not in use)."""
-        return self.vectors is None or self.search_mode == "fts-only" or self.vectors == self.chunks
+        return (
+            self.vectors is None
+            or self.search_mode in ("fts-only", "file-scan")
+            or self.vectors == self.chunks
+        )

@@ -1,8 +1,15 @@
-"""The system-prompt section that teaches an agent to use the memory tools."""
+"""System-prompt sections: how to use the memory tools, and the always-loaded core files."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from .core_files import load_core_memory
+
+if TYPE_CHECKING:
+    from .config import MemwellSettings
 
 _CITATION_MODES = ("auto", "on", "off")
 
@@ -51,3 +58,29 @@ def memory_prompt_section(
             "Citations: include Source: <path#line> when it helps the user verify memory snippets."
         )
     return "\n".join(lines)
+
+
+def core_memory_section(
+    workspace: str | os.PathLike[str] | None = None,
+    *,
+    settings: MemwellSettings | None = None,
+    max_chars: int | None = None,
+) -> str:
+    """The ``## Core Memory`` section: the ``core_files`` of ``workspace``, in order.
+
+    At most ``max_chars`` characters (default ``core_files_max_chars``); the file that crosses
+    the budget is cut with a note, later files are left out; ``""`` when no file has content.
+    Settings come from the workspace's layered config unless given. See
+    :func:`memwell.core_files.load_core_memory` for what was cut or could not be read.
+
+    Example::
+
+        system = "\n\n".join([core_memory_section("~/agent"), memory_prompt_section()])
+    """
+    from .config import load_settings  # loaded on use: this module stays import-light
+    from .factory import resolve_workspace
+
+    ws = resolve_workspace(workspace)
+    cfg = settings if settings is not None else load_settings(ws)
+    budget = max_chars if max_chars is not None else cfg.core_files_max_chars
+    return load_core_memory(ws, cfg.core_files, max_chars=budget).text

@@ -25,6 +25,7 @@ from .models import MemorySearchResult
 from .plugins import PluginRegistry, get_registry
 from .retrieval.query_limit import truncation_warning
 from .retrieval.snippets import citations_enabled, format_citation
+from .search_report import search_report
 
 if TYPE_CHECKING:
     from .writing import MemoryWriter
@@ -345,12 +346,7 @@ def memory_search(
             ranked = ranked[:limit]
         return {
             "results": [_result_dict(r, with_citations) for r in ranked],
-            "provider": status.provider,
-            "model": status.model,
-            "mode": status.search_mode,
-            "fallback": (
-                status.fallback.model_dump(by_alias=True) if status.fallback is not None else None
-            ),
+            **search_report(status),
             "citations": "on" if with_citations else "off",
             "untrusted_data": True,
             "notice": NOTICE,

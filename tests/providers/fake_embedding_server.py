@@ -1,4 +1,4 @@
-"""A scriptable fake of the OpenAI, Gemini, Mistral and Voyage embedding APIs.
+"""A scriptable fake of the OpenAI, Gemini, Mistral, Voyage and Ollama embedding APIs.
 
 It also answers text generation: OpenAI and Mistral ``/chat/completions`` and Gemini
 ``:generateContent``, with the next text pushed to ``generations`` or :func:`fake_generation`.
@@ -174,6 +174,9 @@ class FakeEmbeddingServer:
         return _Response(404, json.dumps({"error": {"message": f"no route {route}"}}).encode())
 
     def _routes(self) -> Iterator[tuple[str, Callable[..., _Response]]]:
+        yield r"POST /api/embed", self._ollama_embed
+        yield r"POST /api/embeddings", self._ollama_embeddings
+        yield r"GET /api/tags", self._ollama_tags
         yield r"POST /upload/\w+/files", self._gemini_upload_start
         yield r"POST /upload-session/(?P<id>\w+)", self._gemini_upload_data
         yield r"POST .*/models/(?P<model>[^/:]+):batchEmbedContents", self._gemini_embed
@@ -254,6 +257,35 @@ class FakeEmbeddingServer:
                 "usage": {"prompt_tokens": 3, "total_tokens": 3},
             }
         )
+
+    def _ollama_embed(
+        self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
+    ) -> _Response:
+        """Ollama's batch endpoint: ``{model, input}`` -> ``{embeddings: [...]}``."""
+        inputs = data.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        vectors = [fake_vector(text, dims) for text in inputs]
+        return _json({"model": data.get("model"), "embeddings": vectors, "prompt_eval_count": 3})
+
+    def _ollama_embeddings(
+        self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
+    ) -> _Response:
+        """Ollama's legacy one-text endpoint: ``{model, prompt}`` -> ``{embedding: [...]}``."""
+        return _json({"embedding": fake_vector(data.get("prompt", ""), dims)})
+
+    def _ollama_tags(
+        self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
+    ) -> _Response:
+        """Ollama's model list (the provider's reachability probe)."""
+        model = {
+            "name": "nomic-embed-text:latest",
+            "model": "nomic-embed-text:latest",
+            "modified_at": "2026-01-01T00:00:00Z",
+            "size": 274302450,
+            "digest": "0a109f422b47",
+            "details": {"format": "gguf", "family": "nomic-bert", "parameter_size": "137M"},
+        }
+        return _json({"models": [model]})
 
     def _gemini_embed(
         self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int

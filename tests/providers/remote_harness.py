@@ -8,6 +8,7 @@ from typing import Any
 
 import memwell_gemini.plugin
 import memwell_mistral.plugin
+import memwell_ollama.plugin
 import memwell_openai.plugin
 import memwell_voyage.plugin
 import numpy as np
@@ -27,6 +28,7 @@ PLUGINS = {
     "gemini": memwell_gemini.plugin,
     "mistral": memwell_mistral.plugin,
     "voyage": memwell_voyage.plugin,
+    "ollama": memwell_ollama.plugin,
 }
 DEFAULT_MODELS = {
     "openai": "text-embedding-3-small",
@@ -41,7 +43,7 @@ KEY_ENV = {
     "voyage": ("VOYAGE_API_KEY",),
 }
 #: The version-bearing API root each provider is configured with (the reference's form).
-API_ROOT = {"openai": "/v1", "gemini": "/v1beta", "mistral": "/v1", "voyage": "/v1"}
+API_ROOT = {"openai": "/v1", "gemini": "/v1beta", "mistral": "/v1", "voyage": "/v1", "ollama": ""}
 #: Where each provider's embedding requests land on the fake server.
 EMBED_ROUTE = {
     "openai": "/v1/embeddings",
@@ -55,6 +57,7 @@ SDK_ENV = (
     "VOYAGE_API_KEY_PATH",
     "OPENAI_BASE_URL",
     "GOOGLE_GEMINI_BASE_URL",
+    "OLLAMA_HOST",
 )
 
 

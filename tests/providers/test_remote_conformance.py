@@ -38,3 +38,7 @@ class TestMistralConformance(_RemoteConformance):
 
 class TestVoyageConformance(_RemoteConformance):
     pid = "voyage"
+
+
+class TestOllamaConformance(_RemoteConformance):
+    pid = "ollama"

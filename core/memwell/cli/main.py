@@ -24,6 +24,7 @@ from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
 from ..plugins import get_registry
 from ..retrieval.query_limit import truncation_warning
+from ..search_report import search_report
 from .diagnostics import doctor_report, plugin_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,8 +158,12 @@ def search(
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        _emit_json({"query": query, "results": [r.model_dump() for r in results]})
+        report = search_report(manager.status())
+        _emit_json({"query": query, "results": [r.model_dump() for r in results], **report})
         return
+    report = search_report(manager.status())
+    if report["degraded"]:
+        click.echo(f"note: {report['mode']} mode: {report['degraded_reason']}", err=True)
     if not results:
         click.echo("no results")
         return
@@ -215,6 +220,8 @@ def _status_lines(status: MemoryStatus) -> list[str]:
     if status.fallback is not None:
         fb = status.fallback
         lines.append(f"backend fallback: {fb.from_} -> {fb.to}: {fb.reason}")
+    if status.degraded is not None:
+        lines.append(f"degraded:   {status.degraded.mode}: {status.degraded.reason}")
     if status.last_sync_error:
         lines.append(f"last error: {status.last_sync_error}")
     lines += [f"index note: {note}" for note in status.custom.get("index_notes", [])]

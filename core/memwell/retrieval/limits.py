@@ -22,7 +22,7 @@ KNOWN_MAX_INPUT_TOKENS: dict[str, int] = {
 }
 """Max input tokens of known models, keyed ``"<provider>:<model>"``."""
 
-FALLBACK_MAX_INPUT_TOKENS: dict[str, int] = {"gemini": 2048, "local": 2048}
+FALLBACK_MAX_INPUT_TOKENS: dict[str, int] = {"gemini": 2048, "local": 2048, "ollama": 2048}
 """Conservative limits for unknown models of these providers."""
 
 DEFAULT_MAX_INPUT_TOKENS = 8192

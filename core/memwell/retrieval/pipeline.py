@@ -7,11 +7,13 @@ the candidate lists; these functions make the rest identical everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from ..config import HybridSettings
 from .candidate import Candidate
 from .decay import apply_temporal_decay
+from .fts_query import keyword_boost, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from .mmr import mmr_rerank
 
@@ -73,3 +75,26 @@ def keyword_floor(
     """Keyword-only mode's floor (spec 4.4): hits above ``min_score``, else the best anyway."""
     strict = [c for c in ranked if c.score >= min_score]
     return (strict or list(ranked))[:max_results]
+
+
+def rank_keyword_only(
+    hits: Sequence[Candidate],
+    query: str,
+    hybrid: HybridSettings,
+    *,
+    min_score: float,
+    max_results: int,
+    mtime_of: MtimeOf,
+) -> list[Candidate]:
+    """Keyword-only mode (spec 4.4): text score plus the reference's boosts, ranked, floored.
+
+    Used for FTS hits and for file-scan hits alike, so both rank the same way.
+    """
+    terms = query_terms(query)  # once per query, not per candidate
+    boosted = [
+        replace(c, score=min(1.0, c.text_score + keyword_boost(terms, c.text, c.path)))
+        for c in hits
+    ]
+    return keyword_floor(
+        rank_candidates(boosted, hybrid, mtime_of=mtime_of), min_score, max_results
+    )

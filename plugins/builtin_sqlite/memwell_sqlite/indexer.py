@@ -52,6 +52,7 @@ class SyncStats:
     chunks: int = 0
     embedded: int = 0
     cached: int = 0
+    evicted: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -104,6 +105,9 @@ class Indexer:
             if progress is not None:
                 progress(SyncProgress(completed=start + len(group), total=total, label="indexing"))
         self._remove_vanished(seen)
+        max_entries = self.settings.cache.max_entries
+        if self.settings.cache.enabled and max_entries:
+            self.stats.evicted = self.store.cache_prune(max_entries)
         if total == 0 and progress is not None:
             progress(SyncProgress(completed=0, total=0, label="up to date"))
         return self.stats

@@ -22,9 +22,12 @@ from memwell.models import (
     MemoryStatus,
     ProbeResult,
     ReadFileResult,
+    SearchDegradation,
+    SearchMode,
     SourceCount,
     VectorStatus,
 )
+from memwell.provider_fallback import FALLBACK_FILE
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.query_limit import bound_query
@@ -38,7 +41,7 @@ from .index_files import PublishedIndex
 from .indexer import FTS_ONLY_MODEL, Indexer, scope_hash, sessions_dir
 from .layout import IndexDir
 from .search import Searcher
-from .store import SCHEMA_VERSION, IndexStore
+from .store import FTS_DAMAGED, SCHEMA_VERSION, IndexStore
 from .sync_gate import SyncGate
 from .vectors import VectorIndex
 from .watcher import MemoryWatcher
@@ -46,6 +49,7 @@ from .watcher import MemoryWatcher
 log = logging.getLogger(__name__)
 
 _EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
+REINDEX_PENDING = "index was built with another embedding model; reindex pending"
 
 
 class SqliteMemoryManager(BaseMemoryManager):
@@ -66,6 +70,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.index_dir = IndexDir(
             Path(root).expanduser() if root else self.workspace / self.settings.index_dir
         )
+        self.runtime.state_path = self.index_dir.root / FALLBACK_FILE
         engine = "numpy" if self.config.vector_engine == "auto" else self.config.vector_engine
         self.vectors = VectorIndex(engine)
         self.searcher = Searcher(self.settings, self.workspace, self.vectors)
@@ -86,6 +91,8 @@ class SqliteMemoryManager(BaseMemoryManager):
             on_damage=self._mark_dirty,
             on_reader_closed=self.vectors.invalidate,
         )
+        self.last_degradation: SearchDegradation | None = None
+        self.recovered: list[str] = []
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
         if self.purpose == "default":
@@ -136,12 +143,12 @@ class SqliteMemoryManager(BaseMemoryManager):
         except Exception as exc:
             log.warning("memwell %s sync failed: %s", reason, exc)
 
-    def _background_sync(self, reason: str) -> None:
+    def _background_sync(self, reason: str, force: bool = False) -> None:
         with self._state_lock:
             if self._background is not None and self._background.is_alive():
                 return
             self._background = threading.Thread(
-                target=self._safe_sync, args=(reason,), name="memwell-sync", daemon=True
+                target=self._safe_sync, args=(reason, force), name="memwell-sync", daemon=True
             )
             self._background.start()
 
@@ -289,8 +296,6 @@ class SqliteMemoryManager(BaseMemoryManager):
             store.write_meta(
                 {**self._expected_meta(), "vector_dims": dims, "vec_mirror": store.info.vec_loaded}
             )
-            if self.settings.cache.max_entries:
-                store.cache_prune(self.settings.cache.max_entries)
             store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except BaseException:
             store.close()
@@ -361,6 +366,7 @@ class SqliteMemoryManager(BaseMemoryManager):
     ) -> list[MemorySearchResult]:
         query_vector = None
         vectors_usable = False
+        reason: str | None = None
         if has_provider:
             with self.files.lock:
                 store = self.files.reader_store()
@@ -371,23 +377,21 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
             if store is not None and not vectors_usable:
                 self._background_sync("reindex")
+                reason = REINDEX_PENDING
             if vectors_usable:
                 try:
                     query_vector = self.runtime.embed_query(text)
                     self.last_search_error = None
                 except ProviderError as exc:
                     self.last_search_error = f"query embedding failed: {exc}"
-                    log.warning("memwell: %s", self.last_search_error)
+                    log.warning("memwell: %s; searching by keyword", self.last_search_error)
+                    reason, vectors_usable = self.last_search_error, False
+        found: list[Candidate] = []
         with self.files.lock:
             store = self.files.reader_store()
-            if store is None:
-                return []
-            model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
-            if not vectors_usable:
-                found = self.searcher.keyword_only(
-                    store, text, max_results=limit, min_score=floor, sources=sources
-                )
-            else:
+            mode: SearchMode = "fts-only"
+            if store is not None and vectors_usable:
+                model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
                 found = self.searcher.hybrid(
                     store,
                     model,
@@ -398,6 +402,25 @@ class SqliteMemoryManager(BaseMemoryManager):
                     sources=sources,
                     generation=self.generation,
                 )
+                mode = "hybrid" if store.fts_available else "vector-only"
+            elif store is not None and store.fts_available:
+                found = self.searcher.keyword_only(
+                    store, text, max_results=limit, min_score=floor, sources=sources
+                )
+            if store is not None and store.fts_error and store.fts_error.startswith(FTS_DAMAGED):
+                self._background_sync("fts-repair", force=True)  # a new generation, fresh FTS
+            if store is None or not store.fts_available:
+                reason = _no_keyword_index(store, self.last_sync_error)
+                if mode != "vector-only":
+                    mode = "file-scan"
+                    found, outcome = self.searcher.file_scan(
+                        text, max_results=limit, min_score=floor, sources=sources
+                    )
+                    if outcome.incomplete:
+                        reason += f"; scan incomplete: {', '.join(outcome.incomplete)}"
+        self.last_degradation = (
+            None if reason is None else SearchDegradation(mode=mode, reason=reason)
+        )
         return [_to_result(c) for c in found]
 
     # -- reads, status, probes --------------------------------------------------------------
@@ -464,9 +487,12 @@ class SqliteMemoryManager(BaseMemoryManager):
             expected = self._expected_meta()
             if meta.get("provider_key") != expected["provider_key"]:
                 fields.setdefault("search_mode", "fts-only")
-                fields["provider_unavailable_reason"] = (
-                    "index was built with another embedding model; reindex pending"
-                )
+                fields["provider_unavailable_reason"] = REINDEX_PENDING
+        if not fts.available and fields.get("search_mode") != "disabled":
+            fields["search_mode"] = "vector-only" if has_vectors else "file-scan"
+        degraded = self.last_degradation or _standing_degradation(
+            fields, fts, self.settings.provider
+        )
         files = sum(f for _, f, _ in counts)
         chunks = sum(c for _, _, c in counts)
         purpose_dirty = meta == {} if self.purpose == "status" else self.dirty
@@ -498,6 +524,7 @@ class SqliteMemoryManager(BaseMemoryManager):
                 load_error=info.vec_error if info else None,
                 dims=meta.get("vector_dims"),
             ),
+            degraded=degraded,
             last_sync_error=self.last_sync_error or self.last_search_error,
             custom={
                 "sqlite": {
@@ -565,3 +592,26 @@ def _to_result(c: Candidate) -> MemorySearchResult:
         source=c.source,
         citation=format_citation(c.path, c.start_line, c.end_line),
     )
+
+
+def _no_keyword_index(store: IndexStore | None, sync_error: str | None) -> str:
+    """Why keyword search cannot use the index (for file-scan and vector-only modes)."""
+    if store is not None:
+        return f"FTS5 keyword index unavailable ({store.fts_error})"
+    suffix = f" (last sync error: {sync_error})" if sync_error else ""
+    return f"no index to search{suffix}"
+
+
+def _standing_degradation(
+    fields: dict[str, Any], fts: FtsStatus, requested: str
+) -> SearchDegradation | None:
+    """How searches are degraded by the current state (before, or apart from, any search)."""
+    mode = fields.get("search_mode", "hybrid")
+    if not fts.available:
+        return SearchDegradation(
+            mode=mode, reason=f"FTS5 keyword index unavailable ({fts.error or 'no index'})"
+        )
+    if mode == "fts-only" and requested != "none":
+        reason = fields.get("provider_unavailable_reason") or "no embedding provider"
+        return SearchDegradation(mode=mode, reason=str(reason))
+    return None

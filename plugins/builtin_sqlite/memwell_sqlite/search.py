@@ -5,17 +5,21 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from memwell.config import MemwellSettings
 from memwell.embeddings import Vector
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.fts_query import build_fts_query, keyword_boost, query_terms
-from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
+from memwell.retrieval.fts_query import build_fts_query
+from memwell.retrieval.keywords import extract_keywords
+from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
 
 from .store import IndexStore
 from .vectors import VectorIndex
+
+#: At most this many keywords are searched one by one (spec 4.4's fallback).
+MAX_KEYWORD_SEARCHES = 16
 
 
 def candidate_count(max_results: int, multiplier: int) -> int:
@@ -67,6 +71,8 @@ class Searcher:
             # cannot change the ranking, only make FTS5 score thousands of extra rows.
             half = store.chunk_total() // 2
             frequencies = store.doc_frequencies(fts.terms, half + 1)
+            if not store.fts_available:
+                return []
             fts = fts.keeping({t for t, df in frequencies.items() if df <= half})
         filtered = not set(sources) >= set(self.settings.sources)
         return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
@@ -82,14 +88,58 @@ class Searcher:
     ) -> list[Candidate]:
         """FTS-only mode (spec 4.4): BM25 plus the reference's boosts; relaxed floor 0."""
         limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
-        hits = self.keyword(store, query, limit, sources)
-        terms = query_terms(query)
-        boosted = [
-            replace(c, score=min(1.0, c.text_score + keyword_boost(terms, c.text, c.path)))
-            for c in hits
-        ]
-        ranked = rank_candidates(boosted, self.settings.query.hybrid, mtime_of=self._mtime)
-        return keyword_floor(ranked, min_score, max_results)
+        hits = self.keyword(store, query, limit, sources) or self._each_keyword(
+            store, query, limit, sources
+        )
+        return self._rank_keyword_only(hits, query, min_score, max_results)
+
+    def _each_keyword(
+        self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
+    ) -> list[Candidate]:
+        """Spec 4.4's second try when the whole query finds nothing: each extracted keyword
+        on its own, keeping a chunk's best score (finds CJK single characters, and words next
+        to a too-short term that the trigram tokenizer can only AND in)."""
+        keywords = extract_keywords(query, trigram=store.tokenizer == "trigram")
+        best: dict[str, Candidate] = {}
+        for keyword in keywords[:MAX_KEYWORD_SEARCHES]:
+            for cand in self.keyword(store, keyword, limit, sources):
+                if cand.id not in best or best[cand.id].text_score < cand.text_score:
+                    best[cand.id] = cand
+        return sorted(best.values(), key=lambda c: -c.text_score)[:limit]
+
+    def _rank_keyword_only(
+        self, hits: Sequence[Candidate], query: str, min_score: float, max_results: int
+    ) -> list[Candidate]:
+        return rank_keyword_only(
+            hits,
+            query,
+            self.settings.query.hybrid,
+            min_score=min_score,
+            max_results=max_results,
+            mtime_of=self._mtime,
+        )
+
+    def file_scan(
+        self, query: str, *, max_results: int, min_score: float, sources: Sequence[str]
+    ) -> tuple[list[Candidate], ScanOutcome]:
+        """File-scan mode: the Markdown files scanned directly, ranked like keyword-only hits.
+
+        Only the ``memory`` source is scanned (session transcripts need the index).
+        """
+        if "memory" not in sources:
+            return [], ScanOutcome([], 0, ["session transcripts are not scanned"])
+        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
+        chunking = self.settings.chunking
+        outcome = scan_memory_files(
+            self.workspace,
+            query,
+            limit=limit,
+            extra_paths=self.settings.extra_paths,
+            tokens=chunking.tokens,
+            overlap=chunking.overlap,
+        )
+        ranked = self._rank_keyword_only(outcome.candidates, query, min_score, max_results)
+        return ranked, outcome
 
     def vector(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from .driver import DriverInfo, connect
 from .faults import IndexDamagedError
 
 META_KEY = "memwell_index_meta_v1"
+FTS_DAMAGED = "FTS table damaged"
 SCHEMA_VERSION = 1
 
 _TOKENIZERS = {
@@ -136,6 +138,16 @@ class IndexStore:
     def _table_sql(self, name: str) -> str | None:
         row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         return None if row is None else str(row[0])
+
+    def _fts_broken(self, exc: Exception) -> bool:
+        """Record an FTS table that fails queries (a damaged or missing shadow table).
+
+        Returns whether ``exc`` was such a failure; other errors are the caller's to raise.
+        """
+        if not re.search(r"chunks_fts|fts5", str(exc), re.I):
+            return False
+        self.fts_error = f"{FTS_DAMAGED}: {type(exc).__name__}: {exc}"
+        return True
 
     def _existing_vec_dims(self) -> int | None:
         if not self.driver.vec_loaded:
@@ -264,9 +276,15 @@ class IndexStore:
 
     # -- embedding cache ---------------------------------------------------------------------
 
+    def _cache_stamp(self) -> int:
+        """A use time (ms) later than every stored one, so recency never ties."""
+        latest = self.conn.execute("SELECT MAX(updated_at) FROM embedding_cache").fetchone()[0]
+        return max(int(time.time() * 1000), int(latest or 0) + 1)
+
     def cache_get(
         self, provider: str, model: str, provider_key: str, hashes: Iterable[str]
     ) -> dict[str, Vector]:
+        """Cached vectors by chunk hash; every hit's use time is refreshed (for LRU eviction)."""
         found: dict[str, Vector] = {}
         unique = list(dict.fromkeys(hashes))
         for i in range(0, len(unique), 400):
@@ -281,12 +299,23 @@ class IndexStore:
                 vec = np.frombuffer(blob, dtype=np.float32)
                 if vec.size:
                     found[h] = vec
+        hits = list(found)
+        if hits:
+            stamp = self._cache_stamp()
+            for i in range(0, len(hits), 400):
+                part = hits[i : i + 400]
+                self.conn.execute(
+                    "UPDATE embedding_cache SET updated_at = ? WHERE provider = ? AND model = ? "
+                    f"AND provider_key = ? AND hash IN ({','.join('?' * len(part))})",
+                    (stamp, provider, model, provider_key, *part),
+                )
         return found
 
     def cache_put(
         self, provider: str, model: str, provider_key: str, items: dict[str, Vector]
     ) -> None:
-        now = int(time.time() * 1000)
+        """Store vectors by chunk hash; ``updated_at`` is the entry's last use."""
+        now = self._cache_stamp()
         self.conn.executemany(
             "INSERT OR REPLACE INTO embedding_cache (provider, model, provider_key, hash, "
             "embedding, dims, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -300,7 +329,7 @@ class IndexStore:
         return int(self.conn.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0])
 
     def cache_prune(self, max_entries: int) -> int:
-        """Delete the oldest cache rows beyond ``max_entries``; returns how many went."""
+        """Delete the least recently used cache rows beyond ``max_entries``; returns how many."""
         excess = self.cache_count() - max_entries
         if excess <= 0:
             return 0
@@ -387,6 +416,12 @@ class IndexStore:
             params.extend(sources)
             sql += " ORDER BY 7 ASC LIMIT ?" if query.match else " LIMIT ?"
             params.append(limit)
+        try:
+            rows = self.conn.execute(sql, params).fetchall()
+        except Exception as exc:
+            if self._fts_broken(exc):
+                return []
+            raise
         return [
             Candidate(
                 id=cid,
@@ -397,7 +432,7 @@ class IndexStore:
                 text=text,
                 text_score=bm25_rank_to_score(float(rank)),
             )
-            for cid, path, src, s, e, text, rank in self.conn.execute(sql, params)
+            for cid, path, src, s, e, text, rank in rows
         ]
 
     def load_vectors(self, model: str) -> tuple[np.ndarray[Any, Any], Matrix]:
@@ -458,13 +493,17 @@ class IndexStore:
         for term in terms:
             key = f"df:{cap}:{term}"
             if key not in cache:
-                cache[key] = int(
-                    self.conn.execute(
+                try:
+                    row = self.conn.execute(
                         "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
                         "MATCH ? LIMIT ?)",
                         ('"' + term.replace('"', '""') + '"', cap),
-                    ).fetchone()[0]
-                )
+                    ).fetchone()
+                except Exception as exc:
+                    if self._fts_broken(exc):
+                        return {}
+                    raise
+                cache[key] = int(row[0])
             out[term] = cache[key]
         return out
 
