@@ -196,6 +196,9 @@ def test_success_payload_shape() -> None:
         "mode": "hybrid",
         "fallback": {"from": "qmd", "to": "builtin", "reason": "qmd missing"},
         "citations": "off",
+        "truncated": False,
+        "injected_chars": len("text of MEMORY.md"),
+        "max_injected_chars": 4000,
         "untrusted_data": True,
         "notice": NOTICE,
     }

@@ -310,7 +310,7 @@ def test_lancedb_tools_disabled_after_a_switch_to_the_fallback(
 ) -> None:
     workspace = lance_workspace(tmp_path / "lance-ws", "hash")
     wrapper = open_memory(workspace, registry=lance_registry)
-    assert isinstance(wrapper, FallbackMemoryManager)
+    assert isinstance(wrapper.inner, FallbackMemoryManager)
 
     async def scenario() -> None:
         server = McpMemoryServer(wrapper, sync_on_start=False, registry=lance_registry)

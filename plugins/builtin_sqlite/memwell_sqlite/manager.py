@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from memwell.config import MemwellSettings
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.embeddings import EmbeddingProvider
+from memwell.embeddings import EmbeddingProvider, Matrix
 from memwell.errors import BackendUnavailableError, ProviderError
 from memwell.manager import BaseMemoryManager, ProgressCallback
 from memwell.models import (
@@ -26,6 +27,7 @@ from memwell.models import (
     SourceCount,
     VectorStatus,
 )
+from memwell.recall.query_vectors import QueryVectors
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.snippets import format_citation, truncate_snippet
@@ -73,7 +75,10 @@ class SqliteMemoryManager(BaseMemoryManager):
         )
         engine = "numpy" if self.config.vector_engine == "auto" else self.config.vector_engine
         self.vectors = VectorIndex(engine)
-        self.searcher = Searcher(self.settings, self.workspace, self.vectors)
+        self.searcher = Searcher(self.settings, self.workspace)
+        self.query_vectors = QueryVectors(self.runtime)
+        self._versioned_store: IndexStore | None = None
+        self._reader_opens = 0
         self._reader: IndexStore | None = None
         self._reader_meta: dict[str, Any] | None = None
         self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
@@ -403,16 +408,33 @@ class SqliteMemoryManager(BaseMemoryManager):
         session_key: str | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
+        return self.search_many(
+            [query],
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """:meth:`search` for every query, in order: one embedding batch for all queries and
+        one matrix product over the vectors; each answer equals the single search's."""
         if self.closed:
             raise BackendUnavailableError("memory manager is closed")
-        text = query.strip() if isinstance(query, str) else ""
-        if not text:
-            return []
+        texts = [q.strip() if isinstance(q, str) else "" for q in queries]
         wanted: list[str] = [
             s for s in (sources or self.settings.sources) if s in self.settings.sources
         ]
-        if not wanted:
-            return []
+        if not wanted or not any(texts):
+            return [[] for _ in texts]
         limit = max(1, max_results or self.settings.query.max_results)
         floor = self.settings.query.min_score if min_score is None else min_score
         warm = self.settings.sync.on_session_start
@@ -422,60 +444,120 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._bootstrap_if_empty()
         if self.dirty and self.settings.sync.on_search:
             self._background_sync("search")
-        provider = self.runtime.provider
+        asked = [t for t in dict.fromkeys(texts) if t]
         try:
-            return self._search(text, limit, floor, wanted, provider is not None)
+            found = self._search(asked, limit, floor, wanted)
         except Exception as exc:
             if not _CORRUPT.search(str(exc)):
                 raise
             with self._read_lock:
                 self._drop_damaged_reader(str(exc))
             self.sync(reason="recover", force=True)
-            return self._search(text, limit, floor, wanted, provider is not None)
+            found = self._search(asked, limit, floor, wanted)
+        return [list(found[t]) if t else [] for t in texts]
+
+    def _query_vectors(self, texts: list[str]) -> tuple[bool, Matrix | None]:
+        """Whether the index's vectors match the provider, and then the queries' vectors
+        (``None`` when embedding them failed: the search stays hybrid, keyword side only)."""
+        if self.runtime.provider is None:
+            return False, None
+        with self._read_lock:
+            store = self._reader_store()
+            meta = self._reader_meta
+        expected = self._expected_meta()
+        usable = meta is not None and all(
+            meta.get(k) == expected[k] for k in ("provider_key", "model")
+        )
+        if store is not None and not usable:
+            self._background_sync("reindex")
+        if not usable:
+            return False, None
+        try:
+            matrix = self.query_vectors.embed_many(texts)
+        except ProviderError as exc:
+            self.last_search_error = f"query embedding failed: {exc}"
+            log.warning("memwell: %s", self.last_search_error)
+            return True, None
+        self.last_search_error = None
+        return True, matrix
 
     def _search(
-        self, text: str, limit: int, floor: float, sources: list[str], has_provider: bool
-    ) -> list[MemorySearchResult]:
-        query_vector = None
-        vectors_usable = False
-        if has_provider:
-            with self._read_lock:
-                store = self._reader_store()
-                meta = self._reader_meta
-            expected = self._expected_meta()
-            vectors_usable = meta is not None and all(
-                meta.get(k) == expected[k] for k in ("provider_key", "model")
-            )
-            if store is not None and not vectors_usable:
-                self._background_sync("reindex")
-            if vectors_usable:
-                try:
-                    query_vector = self.runtime.embed_query(text)
-                    self.last_search_error = None
-                except ProviderError as exc:
-                    self.last_search_error = f"query embedding failed: {exc}"
-                    log.warning("memwell: %s", self.last_search_error)
+        self, texts: list[str], limit: int, floor: float, sources: list[str]
+    ) -> dict[str, list[MemorySearchResult]]:
+        usable, matrix = self._query_vectors(texts)
         with self._read_lock:
             store = self._reader_store()
             if store is None:
-                return []
-            model = (self._reader_meta or {}).get("model", FTS_ONLY_MODEL)
-            if not vectors_usable:
-                found = self.searcher.keyword_only(
-                    store, text, max_results=limit, min_score=floor, sources=sources
-                )
+                return {t: [] for t in texts}
+            if not usable:
+                found = [
+                    self.searcher.keyword_only(
+                        store, t, max_results=limit, min_score=floor, sources=sources
+                    )
+                    for t in texts
+                ]
             else:
-                found = self.searcher.hybrid(
+                model = (self._reader_meta or {}).get("model", FTS_ONLY_MODEL)
+                nonzero: list[bool] = (
+                    [bool(row.any()) for row in matrix]
+                    if matrix is not None
+                    else [False] * len(texts)
+                )
+                hits = self.vectors.search_many(
                     store,
                     model,
-                    text,
-                    query_vector,
-                    max_results=limit,
-                    min_score=floor,
-                    sources=sources,
-                    generation=self.generation,
+                    matrix[np.asarray(nonzero, dtype=bool)]
+                    if matrix is not None
+                    else np.zeros((0, 0), np.float32),
+                    self.searcher.vector_limit(limit, sources),
+                    self.generation,
                 )
-        return [_to_result(c) for c in found]
+                per_query = iter(hits)
+                found = [
+                    self.searcher.hybrid(
+                        store,
+                        t,
+                        next(per_query) if has_vector else None,
+                        max_results=limit,
+                        min_score=floor,
+                        sources=sources,
+                    )
+                    for t, has_vector in zip(texts, nonzero, strict=True)
+                ]
+        return {t: [_to_result(c) for c in cands] for t, cands in zip(texts, found, strict=True)}
+
+    # -- recall cache and warm-up -----------------------------------------------------------
+
+    def content_version(self) -> str:
+        """Changes whenever a commit changed the published index, from any process.
+
+        The published generation file, how often this manager has opened it, and SQLite's
+        ``data_version`` of the reader connection (it moves when another connection commits).
+        """
+        with self._read_lock:
+            store = self._reader_store()
+            if store is None:
+                return "empty"
+            if store is not self._versioned_store:
+                self._versioned_store = store
+                self._reader_opens += 1
+            data_version = store.conn.execute("PRAGMA data_version").fetchone()[0]
+            return f"{store.path.name}:{self._reader_opens}:{data_version}"
+
+    def query_embedder(self) -> QueryVectors | None:
+        """The query vectors this manager's searches use (``None`` in keyword-only mode)."""
+        return self.query_vectors if self.runtime.provider is not None else None
+
+    def warm(self) -> None:
+        """Open the index, load the vector matrix and the embedding model now."""
+        self._bootstrap_if_empty()
+        with self._read_lock:
+            store = self._reader_store()
+            model = (self._reader_meta or {}).get("model", FTS_ONLY_MODEL)
+            if store is not None and self.runtime.provider is not None:
+                self.vectors.preload(store, model, self.generation)
+        if self.runtime.provider is not None:
+            self.query_vectors.embed("warm-up")
 
     # -- reads, status, probes --------------------------------------------------------------
 

@@ -655,6 +655,20 @@ class QmdMemoryManager(BaseMemoryManager):
         hits = self._search_hits(clean, limit, threshold, names)
         return self._to_results(hits, threshold, session_key)[:limit]
 
+    def content_version(self) -> str:
+        """Changes when qmd's index changes: the stat of its SQLite file and write-ahead log
+        (any ``qmd update`` or ``qmd embed``, from any process), plus the collections present
+        and the search-mode fallback in force, which also change what a search returns."""
+        parts = [",".join(sorted(self._present)), str(self._mode_fallback)]
+        for path in (self.state.db_path, Path(f"{self.state.db_path}-wal")):
+            try:
+                st = path.stat()
+            except OSError:
+                parts.append("-")
+                continue
+            parts.append(f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}")
+        return "|".join(parts)
+
     # -- read_file, status, probes, sync, close ---------------------------------------------
 
     def read_file(
