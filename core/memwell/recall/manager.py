@@ -172,11 +172,10 @@ class RecallCachedManager(BaseMemoryManager):
         ]
         pending = [i for i, a in enumerate(answers) if a is None]
         space, vectors = self._vectors([queries[i].strip() for i in pending])
-        semantic_options = f"{options}|{space}"
         missing: list[tuple[int, Vector | None]] = []
         for index, vector in zip(pending, vectors, strict=True):
             if vector is not None:
-                answers[index] = self.store.semantic(version, semantic_options, vector)
+                answers[index] = self.store.semantic(version, options, space, vector)
             if answers[index] is None:
                 missing.append((index, vector))
         if missing:
@@ -185,9 +184,8 @@ class RecallCachedManager(BaseMemoryManager):
             for (index, vector), results in zip(missing, found, strict=True):
                 answers[index] = results
                 if unchanged:
-                    opts = semantic_options if vector is not None else options
                     text = normalise_query(queries[index])
-                    self.store.put(version, opts, text, vector, results)
+                    self.store.put(version, options, text, results, space=space, vector=vector)
         return [list(a) if a is not None else [] for a in answers]
 
     def _backend(

@@ -39,6 +39,7 @@ def estimate_bytes(query: str, vector: Vector | None, results: Sequence[MemorySe
 class _Entry:
     options: str
     query: str
+    space: str
     vector: Vector | None
     results: tuple[MemorySearchResult, ...]
     created: float
@@ -91,10 +92,11 @@ class RecallStore:
             return list(entry.results)
 
     def semantic(
-        self, version: str, options: str, vector: Vector
+        self, version: str, options: str, space: str, vector: Vector
     ) -> list[MemorySearchResult] | None:
-        """The results of the most similar cached query with ``options`` (cosine at least
-        the threshold, within the semantic TTL), or ``None``."""
+        """The results of the most similar cached query with ``options`` whose vector is in
+        the vector ``space`` (cosine at least the threshold, within the semantic TTL), or
+        ``None``."""
         with self._lock:
             self._use_version(version)
             now = self.clock()
@@ -104,6 +106,7 @@ class RecallStore:
             for key, e in self._entries.items():
                 if (
                     e.options == options
+                    and e.space == space
                     and e.vector is not None
                     and e.vector.shape == vector.shape
                     and now - e.created < ttl
@@ -129,14 +132,17 @@ class RecallStore:
         version: str,
         options: str,
         query: str,
-        vector: Vector | None,
         results: Sequence[MemorySearchResult],
+        *,
+        space: str = "",
+        vector: Vector | None = None,
     ) -> None:
-        """Remember ``results``; an entry larger than the byte bound is not kept."""
+        """Remember ``results`` (with the query's vector in ``space`` when there is one); an
+        entry larger than the byte bound is not kept."""
         size = estimate_bytes(query, vector, results)
         if size > self.settings.max_bytes:
             return
-        entry = _Entry(options, query, vector, tuple(results), self.clock(), size)
+        entry = _Entry(options, query, space, vector, tuple(results), self.clock(), size)
         with self._lock:
             self._use_version(version)
             old = self._entries.pop((options, query), None)

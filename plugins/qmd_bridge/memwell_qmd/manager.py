@@ -658,8 +658,8 @@ class QmdMemoryManager(BaseMemoryManager):
     def content_version(self) -> str:
         """Changes when qmd's index changes: the stat of its SQLite file and write-ahead log
         (any ``qmd update`` or ``qmd embed``, from any process), plus the collections present
-        and the search-mode fallback in force, which also change what a search returns."""
-        parts = [",".join(sorted(self._present)), str(self._mode_fallback)]
+        and the mode the next search runs in, which also change what a search returns."""
+        parts = [",".join(sorted(self._present)), repr(self._wanted_mode())]
         for path in (self.state.db_path, Path(f"{self.state.db_path}-wal")):
             try:
                 st = path.stat()
