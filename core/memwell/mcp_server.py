@@ -41,10 +41,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
+from .context.tool import compress_tool
 from .descriptors import AgentTool
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
+from .recall.protocols import warm
 from .tools import execute_tool, plugin_tools, run_tool, tool_definitions
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ def memory_tools(
     citations: str = "auto",
     registry: PluginRegistry | None = None,
 ) -> list[AgentTool]:
-    """The tools to offer for ``manager``: search and get, then every plugin tool.
+    """The tools to offer for ``manager``: search, get and ``compress_context``, then every
+    plugin tool.
 
     Plugin tools come from the ``memwell_agent_tools`` hook (:func:`memwell.tools.plugin_tools`),
     asked once, when the server is built.
@@ -83,7 +86,7 @@ def memory_tools(
         )
         for definition in tool_definitions()
     ]
-    return tools + plugin_tools(manager, registry)
+    return [*tools, compress_tool(manager), *plugin_tools(manager, registry)]
 
 
 def _result(payload: dict[str, Any]) -> types.CallToolResult:
@@ -146,6 +149,7 @@ class McpMemoryServer:
         def sync() -> None:
             try:
                 self.manager.sync(reason="mcp-start")
+                warm(self.manager)  # a new session: load the index and the model now
             except Exception as exc:
                 log.warning("memwell mcp: initial sync failed: %s: %s", type(exc).__name__, exc)
 

@@ -32,9 +32,7 @@ def test_open_memory_caches_exact_and_semantic_repeats(
     assert (stats.exact.hits, stats.semantic.hits, stats.backend_searches) == (1, 1, 2)
 
 
-def test_only_a_sync_that_changed_something_invalidates(
-    open_ws: OpenFn, workspace: Path
-) -> None:
+def test_only_a_sync_that_changed_something_invalidates(open_ws: OpenFn, workspace: Path) -> None:
     memory = _cache(open_ws(workspace))
     memory.sync()
     memory.search("Zanzibar", min_score=0.0)
@@ -75,9 +73,7 @@ def test_search_many_embeds_once_and_equals_single_searches(
     assert sessions_only == [[] for _ in queries]
 
 
-def test_search_many_keyword_only_equals_single_searches(
-    open_ws: OpenFn, workspace: Path
-) -> None:
+def test_search_many_keyword_only_equals_single_searches(open_ws: OpenFn, workspace: Path) -> None:
     memory = _cache(open_ws(workspace, provider="none"))
     memory.sync()
     queries = ["Zanzibar codename", "staging port", "autoscaler nodes"]

@@ -81,7 +81,8 @@ def test_tools_match_the_agent_tool_definitions(workspace: Path, env: dict[str, 
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
             assert "memory_search" in (session.instructions or "")
         expected = {d["function"]["name"]: d["function"] for d in tool_definitions()}
-        assert set(listed) == set(expected)  # no capture tools on the builtin backend
+        # no capture tools on the builtin backend; context compression on every backend
+        assert set(listed) == {*expected, "compress_context"}
         for name, function in expected.items():
             assert listed[name].input_schema == function["parameters"]
             assert listed[name].description == function["description"]
@@ -184,7 +185,7 @@ def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
             ):
                 await session.initialize()
                 names = {tool.name for tool in (await session.list_tools()).tools}
-                assert names == {"memory_search", "memory_get"}
+                assert names == {"memory_search", "memory_get", "compress_context"}
                 found = payload(
                     await session.call_tool("memory_search", {"query": "tomatoes watering"})
                 )
@@ -277,7 +278,7 @@ def test_lancedb_store_recall_forget_round_trip(
         server = McpMemoryServer(manager, sync_on_start=False, registry=lance_registry)
         async with Client(server.server) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == {"memory_search", "memory_get", *LANCE_TOOLS}
+            assert set(tools) == {"memory_search", "memory_get", "compress_context", *LANCE_TOOLS}
             assert tools["memory_store"].input_schema["required"] == ["text"]
 
             stored = await call(
@@ -347,7 +348,7 @@ def test_builtin_backend_has_no_plugin_tools(
         server = McpMemoryServer(manager, sync_on_start=False, registry=lance_registry)
         async with Client(server.server) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-            assert names == {"memory_search", "memory_get"}
+            assert names == {"memory_search", "memory_get", "compress_context"}
             unknown = await call(client, "memory_store", {"text": "I prefer tea"})
             assert "unknown tool" in unknown["error"]
 

@@ -23,6 +23,7 @@ from ..factory import open_memory, resolve_workspace
 from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
 from ..plugins import get_registry
+from ..recall.report import recall_cache_line, search_json_lines
 from .diagnostics import doctor_report, plugin_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -133,24 +134,33 @@ def index(ctx: Context, force: bool) -> None:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @click.option("-n", "--max-results", type=click.IntRange(1, 1000), help="Results to return.")
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Minimum score.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--no-sync", is_flag=True, help="Do not look for changed files first.")
+@click.option("--stdin", "from_stdin", is_flag=True, help="One query per line; JSON lines out.")
 @pass_ctx
 def search(
     ctx: Context,
-    query: str,
+    query: str | None,
     max_results: int | None,
     min_score: float | None,
     as_json: bool,
     no_sync: bool,
+    from_stdin: bool,
 ) -> None:
     """Search memory; results carry file and line provenance."""
+    if (query is None) != from_stdin:
+        raise click.UsageError("give a QUERY or --stdin, not both")
     manager = ctx.open()
     if not no_sync:
         manager.sync(reason="search")
+    if query is None:
+        lines = search_json_lines(manager, sys.stdin, max_results=max_results, min_score=min_score)
+        for line in lines:
+            click.echo(line)
+        return
     results = manager.search(query, max_results=max_results, min_score=min_score)
     if as_json:
         _emit_json({"query": query, "results": [r.model_dump() for r in results]})
@@ -213,6 +223,8 @@ def _status_lines(status: MemoryStatus) -> list[str]:
         lines.append(f"backend fallback: {fb.from_} -> {fb.to}: {fb.reason}")
     if status.last_sync_error:
         lines.append(f"last error: {status.last_sync_error}")
+    if status.recall_cache is not None:
+        lines.append(f"recall cache: {recall_cache_line(status.recall_cache)}")
     return lines
 
 
@@ -310,4 +322,4 @@ def main(argv: Sequence[str] | None = None) -> None:
         close_all()
 
 
-from . import eval_command, mcp_command  # noqa: E402, F401  (register subcommands)
+from . import eval_command, mcp_command, recall_commands  # noqa: E402, F401  (register subcommands)

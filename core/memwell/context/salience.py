@@ -86,6 +86,14 @@ _NOT_ENTITIES = frozenset(
         "Assistant",
         "Tool",
         "System",
+        "What",
+        "Which",
+        "When",
+        "Where",
+        "Why",
+        "How",
+        "Who",
+        "TODO",
     ]
 )
 
@@ -112,6 +120,10 @@ def entities(texts: list[str], limit: int) -> list[str]:
     for text in texts:
         for match in _ENTITY.finditer(text):
             name = next(group for group in match.groups() if group)
+            words = name.split(" ")
+            while words and words[0] in _NOT_ENTITIES:  # a sentence's first word is no name
+                words.pop(0)
+            name = " ".join(words)
             if name in _NOT_ENTITIES or len(name) < 2:
                 continue
             counts[name] += 1
