@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from conftest import OpenFn
+from memwell.manager import MemorySearchManager
 from memwell.recall.manager import RecallCachedManager
 from memwell.testing import HashEmbeddingProvider
+
+OpenFn = Callable[..., MemorySearchManager]
 
 
 def _cache(memory: object) -> RecallCachedManager:
