@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memwell_sqlite.plugin
-from bench_builtin import _MiniLMQueries
+from bench_builtin import _MiniLMQueries, print_table, record, timed
 from corpus import TOPICS, WORDS, generate
 from memwell.config import MemwellSettings
 from memwell.descriptors import ProviderContext
@@ -34,13 +34,6 @@ from memwell.manager import MemorySearchManager
 from memwell.plugins import PluginRegistry, get_registry
 from memwell.recall.manager import RecallCachedManager
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
-
-rows: list[tuple[str, str, str]] = []
-
-
-def record(name: str, value: str, target: str = "") -> None:
-    rows.append((name, value, target))
-    print(f"  {name}: {value} {target}", file=sys.stderr, flush=True)
 
 
 def queries(count: int, seed: int = 19) -> list[str]:
@@ -66,12 +59,6 @@ def p50_ms(fn: Callable[[str], object], texts: Sequence[str]) -> float:
         fn(text)
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)
-
-
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def open_ws(ws: Path, reg: PluginRegistry, **extra: Any) -> MemorySearchManager:
@@ -158,13 +145,13 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     load = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M")
     with tempfile.TemporaryDirectory(prefix="memwell-recall-bench-") as tmp:
         bench(Path(tmp), args.chunks, args.queries)
-    print(f"\nload average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"| {'measure':<58} | {'value':<36} | target |")
-    print(f"|{'-' * 60}|{'-' * 38}|--------|")
-    for name, value, target in rows:
-        print(f"| {name:<58} | {value:<36} | {target} |")
+    print_table(
+        f"memwell recall benchmark, {started}, {os.cpu_count()} cores, "
+        f"load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
 
 
 if __name__ == "__main__":
