@@ -106,6 +106,8 @@ def bench(tmp: Path, chunks: int, count: int) -> None:
         f"{semantic:.2f} ms ({hit_rate:.0%} of paraphrases hit)",
         verdict(semantic, 10),
     )
+    embed = p50_ms(local.embed_query, [paraphrase(q) + " again" for q in asked])
+    record("  of which MiniLM query embedding alone, p50", f"{embed:.2f} ms")
     record("backend / exact", f"{backend / exact:.0f}x")
     record("backend / semantic", f"{backend / semantic:.1f}x")
     close_all()
