@@ -255,7 +255,7 @@ def test_lancedb_tools_over_stdio(tmp_path: Path, env: dict[str, str]) -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
-            assert set(listed) == {"memory_search", "memory_get", *LANCE_TOOLS}
+            assert set(listed) == {"memory_search", "memory_get", "compress_context", *LANCE_TOOLS}
             for definition in lance_tools.tool_definitions():
                 function = definition["function"]
                 assert listed[function["name"]].input_schema == function["parameters"]
@@ -329,7 +329,7 @@ def test_lancedb_tools_disabled_after_a_switch_to_the_fallback(
 
         # a server built now, on the builtin fallback, no longer offers the tools
         names = set(McpMemoryServer(wrapper, sync_on_start=False, registry=lance_registry).tools)
-        assert names == {"memory_search", "memory_get"}
+        assert names == {"memory_search", "memory_get", "compress_context"}
 
     run(scenario)
 

@@ -58,15 +58,23 @@ def memory_token_counter(manager: object) -> TokenCounter:
 
 
 def run_compress(arguments: Mapping[str, Any], counter: TokenCounter) -> dict[str, Any]:
-    """Execute ``compress_context``; bad arguments give an ``error`` payload, never raise."""
+    """Execute ``compress_context``; bad arguments give an ``error`` payload, never raise.
+
+    The turns returned are conversation text (recalled memory among it), so the payload is
+    marked ``untrusted_data`` like the memory tools'.
+    """
     messages = arguments.get("messages")
     budget = arguments.get("budget_tokens")
     if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
-        return {"error": "messages must be a list of {role, content} objects"}
+        return {
+            "error": "messages must be a list of {role, content} objects",
+            "untrusted_data": True,
+        }
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        return {"error": f"budget_tokens must be a positive integer, got {budget!r}"}
+        error = f"budget_tokens must be a positive integer, got {budget!r}"
+        return {"error": error, "untrusted_data": True}
     turns = [t for t in (turn_from_message(m) for m in messages) if t is not None]
-    return compress(turns, budget, counter=counter).to_dict()
+    return {**compress(turns, budget, counter=counter).to_dict(), "untrusted_data": True}
 
 
 def compress_tool(manager: object) -> AgentTool:
