@@ -194,7 +194,12 @@ def main() -> None:
         else:
             bench(Path(tmp), args.quick)
             bench_local_warm(Path(tmp), 10_000)
-    print(f"memwell builtin benchmark, {started}, {os.cpu_count()} cores")
+    print_table(f"memwell builtin benchmark, {started}, {os.cpu_count()} cores")
+
+
+def print_table(title: str) -> None:
+    """Print ``title`` and the recorded rows as a Markdown table."""
+    print(title)
     print(f"| {'measure':<45} | {'result':<32} | target |")
     print(f"|{'-' * 47}|{'-' * 34}|--------|")
     for name, value, target in rows:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
+from .recall.budget import DEFAULT_MAX_INJECTED_CHARS, fit_texts
 
 log = logging.getLogger(__name__)
 
@@ -83,17 +84,28 @@ def escape_memory_text(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def untrusted_block(items: Sequence[str], *, title: str = "relevant-memories") -> str:
+def untrusted_block(
+    items: Sequence[str],
+    *,
+    title: str = "relevant-memories",
+    max_chars: int = DEFAULT_MAX_INJECTED_CHARS,
+) -> str:
     """Wrap recalled memories as numbered, escaped, untrusted data inside ``<title>`` tags.
 
-    Returns ``""`` when there are no items. ``title`` must be a plain tag name.
+    The escaped items fit in ``max_chars`` (the injection budget, ``query.max_injected_chars``):
+    whole items first, then the next one cut at a line boundary, and a last line says how
+    many characters were kept. Returns ``""`` when there are no items. ``title`` must be a
+    plain tag name.
     """
     if not _TAG_NAME.fullmatch(title):
         raise ValueError(f"invalid block title {title!r}; use letters, digits, '-' or '_'")
     if not items:
         return ""
+    fitted = fit_texts([escape_memory_text(item) for item in items], max_chars)
     lines = [f"<{title}>", UNTRUSTED_BANNER]
-    lines += [f"{i}. {escape_memory_text(item)}" for i, item in enumerate(items, start=1)]
+    lines += [f"{i}. {item}" for i, item in enumerate(fitted.texts, start=1)]
+    if fitted.truncated:
+        lines.append(f"[memories truncated to {fitted.chars} of {max_chars} allowed characters]")
     lines.append(f"</{title}>")
     return "\n".join(lines)
 

@@ -84,6 +84,7 @@ class HybridSettings(_Strict):
 class QuerySettings(_Strict):
     max_results: int = Field(6, ge=1, le=1000)
     min_score: float = Field(0.35, ge=0.0, le=1.0)
+    max_injected_chars: int = Field(4000, ge=100)
     hybrid: HybridSettings = Field(default_factory=HybridSettings)
     #: Longer queries are cut to this many characters (see memwell.retrieval.query_limit).
     max_chars: int = Field(DEFAULT_MAX_QUERY_CHARS, ge=16, le=MAX_QUERY_CHARS_LIMIT)
@@ -119,9 +120,22 @@ class SyncSettings(_Strict):
     sessions: SessionDeltaSettings = Field(default_factory=SessionDeltaSettings)
 
 
+class RecallCacheSettings(_Strict):
+    """``[cache.recall]``: the tiered recall cache in front of every backend."""
+
+    enabled: bool = True
+    exact_ttl_seconds: float = Field(3600, gt=0)
+    semantic: bool = True
+    semantic_ttl_seconds: float = Field(86_400, gt=0)
+    semantic_threshold: float = Field(0.85, gt=0.0, le=1.0)
+    max_entries: int = Field(1000, ge=1)
+    max_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+
+
 class CacheSettings(_Strict):
     enabled: bool = True
     max_entries: int | None = Field(None, ge=1)
+    recall: RecallCacheSettings = Field(default_factory=RecallCacheSettings)
 
 
 class LocalSettings(_Strict):

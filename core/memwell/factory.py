@@ -16,6 +16,7 @@ from .errors import ConfigError, ProviderError
 from .fallback import FallbackMemoryManager
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
+from .recall.manager import RecallCachedManager
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +84,10 @@ def open_memory(
 
     Settings come from ``settings`` if given, else from the layered config (see
     :func:`memwell.config.load_settings`) with ``overrides`` on top. A non-builtin backend is
-    wrapped in :class:`FallbackMemoryManager` with the builtin backend as fallback. Managers
-    are cached per (workspace, settings); ``purpose="status"`` is never cached.
+    wrapped in :class:`FallbackMemoryManager` with the builtin backend as fallback, and every
+    manager in the recall cache (:class:`~memwell.recall.manager.RecallCachedManager`, settings
+    ``[cache.recall]``). Managers are cached per (workspace, settings); ``purpose="status"`` is
+    never cached.
 
     Example::
 
@@ -103,13 +106,13 @@ def open_memory(
             registry=reg,
         )
     if purpose == "status":
-        return _open(ws, settings, reg, purpose)
+        return RecallCachedManager(_open(ws, settings, reg, purpose), settings)
     key = (str(ws), settings.fingerprint(), id(reg))
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None and not getattr(cached, "closed", False):
             return cached
-        manager = _open(ws, settings, reg, purpose, cache_key=key)
+        manager = RecallCachedManager(_open(ws, settings, reg, purpose, cache_key=key), settings)
         _cache[key] = manager
         return manager
 
@@ -137,7 +140,8 @@ def _open(
         if cache_key is None:
             return
         with _cache_lock:
-            if _cache.get(cache_key) is wrapper:
+            entry = _cache.get(cache_key)
+            if isinstance(entry, RecallCachedManager) and entry.inner is wrapper:
                 del _cache[cache_key]
 
     return FallbackMemoryManager(

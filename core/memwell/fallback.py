@@ -10,6 +10,7 @@ from typing import Any
 from .errors import BackendUnavailableError, PathNotAllowedError, ProviderError
 from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
 from .models import FallbackStatus, MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
+from .recall import protocols
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +89,18 @@ class FallbackMemoryManager(BaseMemoryManager):
             return self._fallback
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self._call_with(lambda manager: getattr(manager, method)(*args, **kwargs))
+
+    def _call_with(self, run: Callable[[MemorySearchManager], Any]) -> Any:
         primary = self._primary
         if not self.primary_failed and primary is not None:
             try:
-                return getattr(primary, method)(*args, **kwargs)
+                return run(primary)
             except (PathNotAllowedError, ProviderError):
                 raise  # the caller's mistake, or the provider's (the fallback shares it)
             except Exception as exc:
                 self._switch(exc)
-        return getattr(self._get_fallback(), method)(*args, **kwargs)
+        return run(self._get_fallback())
 
     def search(
         self,
@@ -116,6 +120,47 @@ class FallbackMemoryManager(BaseMemoryManager):
             sources=sources,
         )
         return result
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """Batch search on the active manager (see :func:`memwell.recall.protocols.search_many`)."""
+
+        def run(manager: MemorySearchManager) -> list[list[MemorySearchResult]]:
+            return protocols.search_many(
+                manager,
+                queries,
+                max_results=max_results,
+                min_score=min_score,
+                session_key=session_key,
+                sources=sources,
+            )
+
+        result: list[list[MemorySearchResult]] = self._call_with(run)
+        return result
+
+    def content_version(self) -> str | None:
+        """The active manager's content version, tagged with its name (a switch changes it);
+        ``None`` when it has none or no manager is active yet."""
+        active = self.active
+        version = protocols.content_version(active) if active is not None else None
+        name = self.fallback_name if self.primary_failed else self.primary_name
+        return None if version is None else f"{name}:{version}"
+
+    def query_embedder(self) -> protocols.QueryEmbedder | None:
+        """The active manager's query embedder, if any."""
+        active = self.active
+        return protocols.query_embedder(active) if active is not None else None
+
+    def warm(self) -> None:
+        """Warm the active manager up (building the fallback if the primary has failed)."""
+        self._call_with(protocols.warm)
 
     def read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None

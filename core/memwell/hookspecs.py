@@ -146,9 +146,9 @@ def memwell_agent_tools(manager: MemorySearchManager) -> Iterable[AgentTool] | N
 
     Called by :func:`memwell.tools.plugin_tools`, which :func:`memwell.tools.tool_definitions`,
     :func:`memwell.tools.execute_tool` and the MCP server (``memwell mcp``) use. Return tools
-    only when ``manager`` is the plugin's own kind of manager; for the
-    :class:`~memwell.fallback.FallbackMemoryManager` that ``open_memory`` puts around every
-    non-builtin backend, look at its ``active`` manager unless ``primary_failed``. A tool whose
+    only when ``manager`` is the plugin's own kind of manager; ``open_memory`` puts the recall
+    cache around every manager and a :class:`~memwell.fallback.FallbackMemoryManager` around
+    every non-builtin backend, so look at :func:`memwell.recall.manager.unwrap` of it. A tool whose
     name is already taken (by a core tool or another plugin's tool) is ignored, and an
     implementation that raises is logged and skipped.
 
@@ -159,8 +159,7 @@ def memwell_agent_tools(manager: MemorySearchManager) -> Iterable[AgentTool] | N
 
         @hookimpl
         def memwell_agent_tools(manager):
-            if isinstance(manager, FallbackMemoryManager) and not manager.primary_failed:
-                manager = manager.active
+            manager = unwrap(manager)
             if isinstance(manager, JsonFileManager):
                 yield AgentTool(definition=COUNT_TOOL, run=lambda args: {"count": manager.count()})
 

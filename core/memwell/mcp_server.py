@@ -53,12 +53,14 @@ from mcp_types import INVALID_PARAMS
 
 from . import __version__
 from .config import FlushSettings
+from .context.tool import compress_tool
 from .descriptors import READ_ONLY, AgentTool
 from .flush import FileFlushState, FlushState, MemoryFlushState, plan_from_arguments, plan_text
 from .manager import MemorySearchManager
 from .mcp_jsonrpc import ScreenedHttp, screened_stdio
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
+from .recall.protocols import warm
 from .tool_schemas import GET_OUTPUT_SCHEMA, SEARCH_OUTPUT_SCHEMA
 from .tools import WRITE_TOOL_NAMES, execute_tool, plugin_tools, run_tool, tool_definitions
 from .writing import MemoryWriter
@@ -115,8 +117,8 @@ def memory_tools(
     registry: PluginRegistry | None = None,
     writer: MemoryWriter | None = None,
 ) -> list[AgentTool]:
-    """The tools to offer for ``manager``: search and get, the write tools of ``writer``, then
-    every plugin tool.
+    """The tools to offer for ``manager``: search and get, the write tools of ``writer``,
+    ``compress_context``, then every plugin tool.
 
     Plugin tools come from the ``memwell_agent_tools`` hook (:func:`memwell.tools.plugin_tools`),
     asked once, when the server is built.
@@ -126,7 +128,7 @@ def memory_tools(
         name = definition["function"]["name"]
         run = partial(execute_tool, name, manager=manager, citations=citations)
         tools.append(AgentTool(definition, run, READ_ONLY, _CORE_OUTPUT_SCHEMAS[name]))
-    return tools + write_tools(writer) + plugin_tools(manager, registry)
+    return [*tools, *write_tools(writer), compress_tool(manager), *plugin_tools(manager, registry)]
 
 
 def _result(payload: dict[str, Any]) -> types.CallToolResult:
@@ -281,6 +283,7 @@ class McpMemoryServer:
         def sync() -> None:
             try:
                 self.manager.sync(reason="mcp-start")
+                warm(self.manager)  # a new session: load the index and the model now
             except Exception as exc:
                 log.warning("memwell mcp: initial sync failed: %s: %s", type(exc).__name__, exc)
 

@@ -63,6 +63,33 @@ class CacheStatus(BaseModel):
     max_entries: int | None = None
 
 
+class RecallTierStatus(BaseModel):
+    hits: int = 0
+    misses: int = 0
+
+
+class RecallCacheStatus(BaseModel):
+    """The recall cache in front of the backend: tiers' counters and bounds.
+
+    ``enabled`` is false when settings turn it off or the backend gives no content version
+    (``reason`` says which); ``semantic`` is ``None`` while that tier is off (``semantic_off``
+    says why). Counters are per process.
+    """
+
+    enabled: bool
+    reason: str | None = None
+    entries: int = 0
+    bytes: int = 0
+    max_entries: int = 0
+    max_bytes: int = 0
+    evictions: int = 0
+    invalidations: int = 0
+    exact: RecallTierStatus = Field(default_factory=RecallTierStatus)
+    semantic: RecallTierStatus | None = None
+    semantic_off: str | None = None
+    backend_searches: int = 0
+
+
 class FtsStatus(BaseModel):
     enabled: bool
     available: bool
@@ -115,6 +142,7 @@ class MemoryStatus(BaseModel):
     sources: list[str] = Field(default_factory=lambda: ["memory"])
     source_counts: list[SourceCount] = Field(default_factory=list)
     cache: CacheStatus | None = None
+    recall_cache: RecallCacheStatus | None = None
     fts: FtsStatus | None = None
     vector: VectorStatus | None = None
     fallback: FallbackStatus | None = None

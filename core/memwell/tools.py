@@ -23,6 +23,7 @@ from .descriptors import AgentTool
 from .manager import MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry, get_registry
+from .recall.budget import budget_of, fit_texts
 from .retrieval.query_limit import truncation_warning
 from .retrieval.snippets import citations_enabled, format_citation
 from .search_report import search_report
@@ -319,11 +320,15 @@ def memory_search(
     min_score: float | None = None,
     session_key: str | None = None,
     citations: str = "auto",
+    max_injected_chars: int | None = None,
 ) -> dict[str, Any]:
     """Run the ``memory_search`` tool; ``manager`` may be a zero-argument factory.
 
     Results are sorted by score (descending) then path, cut to ``max_results`` (clamped to
-    1..100), and carry citations per ``citations`` and the session's chat type. Never raises.
+    1..100), and carry citations per ``citations`` and the session's chat type. Their snippets
+    fit in ``max_injected_chars`` (default: the manager's ``query.max_injected_chars``): whole
+    hits first, then the next one cut at a line boundary (``truncated`` on it and on the
+    payload). Never raises.
     """
     try:
         if not isinstance(query, str):
@@ -344,8 +349,17 @@ def memory_search(
         ranked = sorted(found, key=lambda r: (-r.score, r.path))
         if limit is not None:
             ranked = ranked[:limit]
+        items = [_result_dict(r, with_citations) for r in ranked]
+        budget = max_injected_chars if max_injected_chars is not None else budget_of(mgr)
+        fitted = fit_texts([item["snippet"] for item in items], budget)
+        for item, text in zip(items, fitted.texts, strict=False):
+            if text != item["snippet"]:
+                item["snippet"], item["truncated"] = text, True
         return {
-            "results": [_result_dict(r, with_citations) for r in ranked],
+            "results": items[: len(fitted.texts)],
+            "truncated": fitted.truncated,
+            "injected_chars": fitted.chars,
+            "max_injected_chars": budget,
             **search_report(status),
             "citations": "on" if with_citations else "off",
             "untrusted_data": True,

@@ -106,7 +106,7 @@ def make_settings(**kw: Any) -> MemwellSettings:
 
 def test_builtin_with_hash_provider_searches(ws: Path, registry: PluginRegistry) -> None:
     memory = open_memory(ws, settings=make_settings(), registry=registry)
-    assert not isinstance(memory, FallbackMemoryManager)
+    assert not isinstance(memory.inner, FallbackMemoryManager)
     memory.sync(reason="test")
     hits = memory.search("Zanzibar codename", min_score=0.0)
     assert hits and hits[0].path == "memory/2026-01-02.md"
@@ -188,7 +188,7 @@ def test_non_builtin_wrapped_and_falls_back_to_builtin(
 ) -> None:
     settings = make_settings(backend="flaky")
     memory = open_memory(ws, settings=settings, registry=registry)
-    assert isinstance(memory, FallbackMemoryManager)
+    assert isinstance(memory.inner, FallbackMemoryManager)
     assert memory.primary_name == "flaky"
     assert len(fakes.created) == 1
     assert memory.status().backend == "flaky"  # primary still healthy for status
@@ -204,7 +204,7 @@ def test_non_builtin_wrapped_and_falls_back_to_builtin(
     # the switch evicted the cache entry: the next open_memory tries the primary again
     again = open_memory(ws, settings=settings, registry=registry)
     assert again is not memory
-    assert isinstance(again, FallbackMemoryManager) and not again.primary_failed
+    assert isinstance(again.inner, FallbackMemoryManager) and not again.primary_failed
     assert len(fakes.created) == 2
     assert open_memory(ws, settings=settings, registry=registry) is again
     memory.close()
@@ -215,7 +215,7 @@ def test_backend_create_failure_served_by_builtin(
 ) -> None:
     fakes.create_error = FileNotFoundError("flaky binary not on PATH")
     memory = open_memory(ws, settings=make_settings(backend="flaky"), registry=registry)
-    assert isinstance(memory, FallbackMemoryManager) and memory.primary_failed
+    assert isinstance(memory.inner, FallbackMemoryManager) and memory.primary_failed
     memory.sync()
     hits = memory.search("tomatoes watering", min_score=0.0)
     assert hits and hits[0].path == "memory/projects.md"

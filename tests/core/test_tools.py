@@ -199,6 +199,9 @@ def test_success_payload_shape() -> None:
         "fallback": {"from": "qmd", "to": "builtin", "reason": "qmd missing"},
         "provider_fallback": None,
         "citations": "off",
+        "truncated": False,
+        "injected_chars": len("text of MEMORY.md"),
+        "max_injected_chars": 4000,
         "untrusted_data": True,
         "notice": NOTICE,
     }

@@ -109,7 +109,7 @@ def test_selected_by_memwell_toml(tmp_path: Path) -> None:
         'backend = "jsonfile"\nprovider = "none"\n\n[backends.jsonfile]\nindent = 2\n',
     )
     memory = open_memory(workspace, registry=_registry())
-    assert isinstance(memory, FallbackMemoryManager)
+    assert isinstance(memory.inner, FallbackMemoryManager)
     memory.sync(reason="test")
     results = memory.search("Zanzibar codename", min_score=0.0)
     assert results and results[0].path == "memory/2026-01-02.md"

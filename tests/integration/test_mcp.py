@@ -83,7 +83,8 @@ def test_tools_match_the_agent_tool_definitions(workspace: Path, env: dict[str, 
             assert "memory_search" in (session.instructions or "")
         definitions = [*tool_definitions(), MEMORY_WRITE_TOOL, MEMORY_EDIT_TOOL, MEMORY_RECENT_TOOL]
         expected = {d["function"]["name"]: d["function"] for d in definitions}
-        assert set(listed) == set(expected)  # no capture tools on the builtin backend
+        # no capture tools on the builtin backend; context compression on every backend
+        assert set(listed) == {*expected, "compress_context"}
         for name, function in expected.items():
             assert listed[name].input_schema == function["parameters"]
             assert listed[name].description == function["description"]
@@ -186,7 +187,12 @@ def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
             ):
                 await session.initialize()
                 names = {tool.name for tool in (await session.list_tools()).tools}
-                assert names == {"memory_search", "memory_get", *WRITE_TOOL_NAMES}
+                assert names == {
+                    "memory_search",
+                    "memory_get",
+                    "compress_context",
+                    *WRITE_TOOL_NAMES,
+                }
                 found = payload(
                     await session.call_tool("memory_search", {"query": "tomatoes watering"})
                 )
@@ -256,7 +262,13 @@ def test_lancedb_tools_over_stdio(tmp_path: Path, env: dict[str, str]) -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
-            assert set(listed) == {"memory_search", "memory_get", *WRITE_TOOL_NAMES, *LANCE_TOOLS}
+            assert set(listed) == {
+                "memory_search",
+                "memory_get",
+                "compress_context",
+                *WRITE_TOOL_NAMES,
+                *LANCE_TOOLS,
+            }
             for definition in lance_tools.tool_definitions():
                 function = definition["function"]
                 assert listed[function["name"]].input_schema == function["parameters"]
@@ -279,7 +291,7 @@ def test_lancedb_store_recall_forget_round_trip(
         server = McpMemoryServer(manager, sync_on_start=False, registry=lance_registry)
         async with Client(server.server) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == {"memory_search", "memory_get", *LANCE_TOOLS}
+            assert set(tools) == {"memory_search", "memory_get", "compress_context", *LANCE_TOOLS}
             assert tools["memory_store"].input_schema["required"] == ["text"]
             hints = {name: tools[name].annotations for name in LANCE_TOOLS}
             assert hints["memory_recall"].read_only_hint is True  # type: ignore[union-attr]
@@ -316,7 +328,7 @@ def test_lancedb_tools_disabled_after_a_switch_to_the_fallback(
 ) -> None:
     workspace = lance_workspace(tmp_path / "lance-ws", "hash")
     wrapper = open_memory(workspace, registry=lance_registry)
-    assert isinstance(wrapper, FallbackMemoryManager)
+    assert isinstance(wrapper.inner, FallbackMemoryManager)
 
     async def scenario() -> None:
         server = McpMemoryServer(wrapper, sync_on_start=False, registry=lance_registry)
@@ -334,7 +346,7 @@ def test_lancedb_tools_disabled_after_a_switch_to_the_fallback(
 
         # a server built now, on the builtin fallback, no longer offers the tools
         names = set(McpMemoryServer(wrapper, sync_on_start=False, registry=lance_registry).tools)
-        assert names == {"memory_search", "memory_get"}
+        assert names == {"memory_search", "memory_get", "compress_context"}
 
     run(scenario)
 
@@ -353,7 +365,7 @@ def test_builtin_backend_has_no_plugin_tools(
         server = McpMemoryServer(manager, sync_on_start=False, registry=lance_registry)
         async with Client(server.server) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-            assert names == {"memory_search", "memory_get"}
+            assert names == {"memory_search", "memory_get", "compress_context"}
             unknown = await call(client, "memory_store", {"text": "I prefer tea"})
             assert "unknown tool" in unknown["error"]
 

@@ -43,7 +43,7 @@ def test_healthy_qmd_is_served_first(
     workspace: Path, registry: PluginRegistry, fake_qmd: Path
 ) -> None:
     memory = _open(workspace, registry, str(fake_qmd))
-    assert isinstance(memory, FallbackMemoryManager)
+    assert isinstance(memory.inner, FallbackMemoryManager)
     assert memory.search("Zanzibar")[0].path == "memory/2026-01-02.md"
     status = memory.status()
     assert status.backend == "qmd" and status.fallback is None

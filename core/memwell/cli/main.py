@@ -23,6 +23,7 @@ from ..factory import open_memory, resolve_workspace
 from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
 from ..plugins import get_registry
+from ..recall.report import recall_cache_line, search_json_lines
 from ..retrieval.query_limit import truncation_warning
 from ..search_report import search_report
 from .diagnostics import doctor_report, plugin_rows
@@ -135,24 +136,33 @@ def index(ctx: Context, force: bool) -> None:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @click.option("-n", "--max-results", type=click.IntRange(1, 1000), help="Results to return.")
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Minimum score.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--no-sync", is_flag=True, help="Do not look for changed files first.")
+@click.option("--stdin", "from_stdin", is_flag=True, help="One query per line; JSON lines out.")
 @pass_ctx
 def search(
     ctx: Context,
-    query: str,
+    query: str | None,
     max_results: int | None,
     min_score: float | None,
     as_json: bool,
     no_sync: bool,
+    from_stdin: bool,
 ) -> None:
     """Search memory; results carry file and line provenance."""
+    if (query is None) != from_stdin:
+        raise click.UsageError("give a QUERY or --stdin, not both")
     manager = ctx.open()
     if not no_sync:
         manager.sync(reason="search")
+    if query is None:
+        lines = search_json_lines(manager, sys.stdin, max_results=max_results, min_score=min_score)
+        for line in lines:
+            click.echo(line)
+        return
     results = manager.search(query, max_results=max_results, min_score=min_score)
     warning = truncation_warning(query, ctx.settings().query.max_chars)
     if warning:
@@ -225,6 +235,8 @@ def _status_lines(status: MemoryStatus) -> list[str]:
     if status.last_sync_error:
         lines.append(f"last error: {status.last_sync_error}")
     lines += [f"index note: {note}" for note in status.custom.get("index_notes", [])]
+    if status.recall_cache is not None:
+        lines.append(f"recall cache: {recall_cache_line(status.recall_cache)}")
     return lines
 
 
@@ -326,6 +338,7 @@ from . import (  # noqa: E402, F401  (register subcommands)
     eval_command,
     flush_command,
     mcp_command,
+    recall_commands,
     session_command,
     write_command,
 )

@@ -31,10 +31,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ..config import MemwellSettings
 from ..embeddings import EmbeddingProvider, to_unit_matrix
 from ..errors import PathNotAllowedError
 from ..manager import MemorySearchManager
 from ..models import MemorySearchResult, MemoryStatus
+from ..recall.manager import RecallCachedManager
+from ..recall.protocols import content_version, search_many
+from ..tools import memory_search
 
 MemoryFactory = Callable[[Path], MemorySearchManager]
 
@@ -181,6 +185,44 @@ class BackendConformance(MemoryFixtures):
         manager = memory_factory(workspace)
         manager.close()
         manager.close()
+
+    def test_search_many_equals_single_searches(self, memory: MemorySearchManager) -> None:
+        queries = ["Zanzibar codename", "port database", "", "tomatoes", "Zanzibar codename"]
+        batch = search_many(memory, queries, max_results=4, min_score=0.0)
+        assert batch == [memory.search(q, max_results=4, min_score=0.0) for q in queries]
+        assert batch[0] and batch[2] == []
+
+    def test_tool_payload_fits_the_injection_budget(self, memory: MemorySearchManager) -> None:
+        query = "port database editor tomatoes codename Zanzibar"
+        full = memory_search(memory, query, max_results=5, min_score=0.0, citations="on")
+        snippets = [r["snippet"] for r in full["results"]]
+        assert len(snippets) >= 2 and not full["truncated"]
+        second_line = snippets[1].split("\n", 1)[0]
+        budget = len(snippets[0]) + len(second_line) + 1
+        cut = memory_search(
+            memory, query, max_results=5, min_score=0.0, citations="on", max_injected_chars=budget
+        )
+        shown = [r["snippet"] for r in cut["results"]]
+        assert cut["truncated"] and cut["max_injected_chars"] == budget
+        assert sum(map(len, shown)) == cut["injected_chars"] <= budget
+        assert len(shown) == 2 and shown[0] == snippets[0]  # whole hits first
+        assert snippets[1].startswith(shown[1]) and snippets[1][len(shown[1])] == "\n"
+        assert cut["results"][1]["truncated"] and "truncated" not in cut["results"][0]
+
+    def test_recall_cache_never_hides_a_written_note(
+        self, memory: MemorySearchManager, workspace: Path
+    ) -> None:
+        cached = RecallCachedManager(memory, MemwellSettings())
+        query = "pelicans nesting lake"
+        before = cached.search(query, max_results=5, min_score=0.0)
+        cached.search(query, max_results=5, min_score=0.0)
+        stats = cached.cache_status()
+        assert stats.exact.hits == (1 if content_version(memory) is not None else 0)
+        assert not any(r.path == "memory/pelicans.md" for r in before)
+        (workspace / "memory" / "pelicans.md").write_text("Pelicans nest by the lake.\n")
+        cached.sync(reason="conformance-write")
+        after = cached.search(query, max_results=5, min_score=0.0)
+        assert any(r.path == "memory/pelicans.md" for r in after)
 
 
 class ProviderConformance:

@@ -68,6 +68,10 @@ class HashEmbeddingProvider:
             return np.zeros((0, self._dims), dtype=np.float32)
         return np.stack([self._vector(t) for t in texts])
 
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Query vectors in one request (a symmetric model: the same as :meth:`embed_batch`)."""
+        return self.embed_batch(texts)
+
     def cache_key_data(self) -> dict[str, object]:
         return {"provider": self.id, "model": self.model, "dims": self._dims}
 

@@ -222,6 +222,19 @@ class JsonFileManager(BaseMemoryManager):
             )
         return to_results(found, citations=citations_enabled(self.settings.citations, session_key))
 
+    def content_version(self) -> str:
+        """For the recall cache: the index file's stat and, as every search syncs first with
+        ``sync.on_search``, the memory files' stats."""
+        try:
+            st = self.index_path.stat()
+            parts = [f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"]
+        except OSError:
+            parts = ["-"]
+        if self.settings.sync.on_search:
+            for path in list_memory_files(self.workspace, self.settings.extra_paths):
+                parts.append(repr(stat_source_file(path, self.workspace)))
+        return "|".join(parts)
+
     def read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
     ) -> ReadFileResult:

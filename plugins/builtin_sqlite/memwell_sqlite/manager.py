@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from memwell.config import MemwellSettings
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.embeddings import EmbeddingProvider
+from memwell.embeddings import EmbeddingProvider, Matrix
 from memwell.errors import BackendUnavailableError, ProviderError
 from memwell.manager import BaseMemoryManager, ProgressCallback
 from memwell.models import (
@@ -28,6 +29,7 @@ from memwell.models import (
     VectorStatus,
 )
 from memwell.provider_fallback import FALLBACK_FILE
+from memwell.recall.query_vectors import QueryVectors
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.query_limit import bound_query
@@ -73,7 +75,10 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.runtime.state_path = self.index_dir.root / FALLBACK_FILE
         engine = "numpy" if self.config.vector_engine == "auto" else self.config.vector_engine
         self.vectors = VectorIndex(engine)
-        self.searcher = Searcher(self.settings, self.workspace, self.vectors)
+        self.searcher = Searcher(self.settings, self.workspace)
+        self.query_vectors = QueryVectors(self.runtime)
+        self._versioned_store: IndexStore | None = None
+        self._reader_opens = 0
         self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
         self._gate = SyncGate()
         self._state_lock = threading.Lock()
@@ -333,16 +338,34 @@ class SqliteMemoryManager(BaseMemoryManager):
         session_key: str | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
+        return self.search_many(
+            [query],
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """:meth:`search` for every query, in order: one embedding batch for all queries and
+        one matrix product over the vectors; each answer equals the single search's."""
         if self.closed:
             raise BackendUnavailableError("memory manager is closed")
-        text = bound_query(query, self.settings.query.max_chars) if isinstance(query, str) else ""
-        if not text:
-            return []
+        max_chars = self.settings.query.max_chars
+        texts = [bound_query(q, max_chars) if isinstance(q, str) else "" for q in queries]
         wanted: list[str] = [
             s for s in (sources or self.settings.sources) if s in self.settings.sources
         ]
-        if not wanted:
-            return []
+        if not wanted or not any(texts):
+            return [[] for _ in texts]
         limit = max(1, max_results or self.settings.query.max_results)
         floor = self.settings.query.min_score if min_score is None else min_score
         warm = self.settings.sync.on_session_start
@@ -352,76 +375,150 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._bootstrap_if_empty()
         if self.dirty and self.settings.sync.on_search:
             self._background_sync("search")
-        provider = self.runtime.provider
+        asked = [t for t in dict.fromkeys(texts) if t]
         try:
-            return self._search(text, limit, floor, wanted, provider is not None)
+            found = self._search(asked, limit, floor, wanted)
         except Exception as exc:
             with self.files.lock:
                 self.files.query_failed(exc)
             self.sync(reason="recover")
-            return self._search(text, limit, floor, wanted, provider is not None)
+            found = self._search(asked, limit, floor, wanted)
+        return [list(found[t]) if t else [] for t in texts]
 
-    def _search(
-        self, text: str, limit: int, floor: float, sources: list[str], has_provider: bool
-    ) -> list[MemorySearchResult]:
-        query_vector = None
-        vectors_usable = False
-        reason: str | None = None
-        if has_provider:
-            with self.files.lock:
-                store = self.files.reader_store()
-                meta = self.files.reader_meta
-            expected = self._expected_meta()
-            vectors_usable = meta is not None and all(
-                meta.get(k) == expected[k] for k in ("provider_key", "model")
-            )
-            if store is not None and not vectors_usable:
-                self._background_sync("reindex")
-                reason = REINDEX_PENDING
-            if vectors_usable:
-                try:
-                    query_vector = self.runtime.embed_query(text)
-                    self.last_search_error = None
-                except ProviderError as exc:
-                    self.last_search_error = f"query embedding failed: {exc}"
-                    log.warning("memwell: %s; searching by keyword", self.last_search_error)
-                    reason, vectors_usable = self.last_search_error, False
-        found: list[Candidate] = []
+    def _query_vectors(self, texts: list[str]) -> tuple[Matrix | None, str | None]:
+        """The queries' vectors when the index's vectors match the provider, else ``None``
+        with the reason the search is keyword-only (``None`` in keyword-only mode)."""
+        if self.runtime.provider is None:
+            return None, None
         with self.files.lock:
             store = self.files.reader_store()
-            mode: SearchMode = "fts-only"
-            if store is not None and vectors_usable:
-                model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
-                found = self.searcher.hybrid(
-                    store,
-                    model,
-                    text,
-                    query_vector,
-                    max_results=limit,
-                    min_score=floor,
-                    sources=sources,
-                    generation=self.generation,
-                )
+            meta = self.files.reader_meta
+        expected = self._expected_meta()
+        usable = meta is not None and all(
+            meta.get(k) == expected[k] for k in ("provider_key", "model")
+        )
+        if store is not None and not usable:
+            self._background_sync("reindex")
+            return None, REINDEX_PENDING
+        if not usable:
+            return None, None
+        try:
+            matrix = self.query_vectors.embed_many(texts)
+        except ProviderError as exc:
+            self.last_search_error = f"query embedding failed: {exc}"
+            log.warning("memwell: %s; searching by keyword", self.last_search_error)
+            return None, self.last_search_error
+        self.last_search_error = None
+        return matrix, None
+
+    def _hybrid_many(
+        self,
+        store: IndexStore,
+        texts: list[str],
+        matrix: Matrix,
+        limit: int,
+        floor: float,
+        sources: list[str],
+    ) -> list[list[Candidate]]:
+        model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
+        nonzero = [bool(row.any()) for row in matrix]
+        hits = self.vectors.search_many(
+            store,
+            model,
+            matrix[np.asarray(nonzero, dtype=bool)],
+            self.searcher.vector_limit(limit, sources),
+            self.generation,
+        )
+        per_query = iter(hits)
+        return [
+            self.searcher.hybrid(
+                store,
+                t,
+                next(per_query) if has_vector else None,
+                max_results=limit,
+                min_score=floor,
+                sources=sources,
+            )
+            for t, has_vector in zip(texts, nonzero, strict=True)
+        ]
+
+    def _search(
+        self, texts: list[str], limit: int, floor: float, sources: list[str]
+    ) -> dict[str, list[MemorySearchResult]]:
+        matrix, reason = self._query_vectors(texts)
+        found: list[list[Candidate]] = [[] for _ in texts]
+        mode: SearchMode = "fts-only"
+        with self.files.lock:
+            store = self.files.reader_store()
+            if store is not None and matrix is not None:
+                found = self._hybrid_many(store, texts, matrix, limit, floor, sources)
                 mode = "hybrid" if store.fts_available else "vector-only"
             elif store is not None and store.fts_available:
-                found = self.searcher.keyword_only(
-                    store, text, max_results=limit, min_score=floor, sources=sources
-                )
+                found = [
+                    self.searcher.keyword_only(
+                        store, t, max_results=limit, min_score=floor, sources=sources
+                    )
+                    for t in texts
+                ]
             if store is not None and store.fts_error and store.fts_error.startswith(FTS_DAMAGED):
                 self._background_sync("fts-repair", force=True)  # a new generation, fresh FTS
             if store is None or not store.fts_available:
                 reason = _no_keyword_index(store, self.last_sync_error)
                 if mode != "vector-only":
                     mode = "file-scan"
-                    found, outcome = self.searcher.file_scan(
-                        text, max_results=limit, min_score=floor, sources=sources
-                    )
-                    if outcome.incomplete:
-                        reason += f"; scan incomplete: {', '.join(outcome.incomplete)}"
+                    found, incomplete = self._file_scan(texts, limit, floor, sources)
+                    if incomplete:
+                        reason += f"; scan incomplete: {', '.join(incomplete)}"
         self.last_degradation = (
             None if reason is None else SearchDegradation(mode=mode, reason=reason)
         )
-        return [_to_result(c) for c in found]
+        return {t: [_to_result(c) for c in cands] for t, cands in zip(texts, found, strict=True)}
+
+    def _file_scan(
+        self, texts: list[str], limit: int, floor: float, sources: list[str]
+    ) -> tuple[list[list[Candidate]], list[str]]:
+        found: list[list[Candidate]] = []
+        incomplete: dict[str, None] = {}
+        for text in texts:
+            cands, outcome = self.searcher.file_scan(
+                text, max_results=limit, min_score=floor, sources=sources
+            )
+            found.append(cands)
+            incomplete.update(dict.fromkeys(outcome.incomplete))
+        return found, list(incomplete)
+
+    # -- recall cache and warm-up -----------------------------------------------------------
+
+    def content_version(self) -> str:
+        """Changes whenever a commit changed the published index, from any process.
+
+        The published generation file, how often this manager has opened it, and SQLite's
+        ``data_version`` of the reader connection (it moves when another connection commits).
+        """
+        with self.files.lock:
+            store = self.files.reader_store()
+            if store is None:
+                return "empty"
+            if store is not self._versioned_store:
+                self._versioned_store = store
+                self._reader_opens += 1
+            data_version = store.conn.execute("PRAGMA data_version").fetchone()[0]
+            return f"{store.path.name}:{self._reader_opens}:{data_version}"
+
+    def query_embedder(self) -> QueryVectors | None:
+        """The query vectors this manager's searches use (``None`` in keyword-only mode)."""
+        return self.query_vectors if self.runtime.provider is not None else None
+
+    def warm(self) -> None:
+        """Open the index, load the vector matrix and the embedding model now."""
+        self._bootstrap_if_empty()
+        with self.files.lock:
+            store = self.files.reader_store()
+            model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
+            if store is not None and self.runtime.provider is not None:
+                self.vectors.preload(store, model, self.generation)
+        if self.runtime.provider is not None:
+            self.query_vectors.embed("warm-up")
 
     # -- reads, status, probes --------------------------------------------------------------
 

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memwell.config import MemwellSettings
-from memwell.embeddings import Vector
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
 from memwell.retrieval.fts_query import build_fts_query
@@ -16,7 +15,6 @@ from memwell.retrieval.keywords import extract_keywords
 from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
 
 from .store import IndexStore
-from .vectors import VectorIndex
 
 #: At most this many keywords are searched one by one (spec 4.4's fallback).
 MAX_KEYWORD_SEARCHES = 16
@@ -49,10 +47,9 @@ def _rescale_bm25(keyword: Sequence[Candidate]) -> None:
 class Searcher:
     """Runs keyword, vector and hybrid searches against one store."""
 
-    def __init__(self, settings: MemwellSettings, workspace: Path, vectors: VectorIndex) -> None:
+    def __init__(self, settings: MemwellSettings, workspace: Path) -> None:
         self.settings = settings
         self.workspace = workspace
-        self.vectors = vectors
 
     def _mtime(self, path: str) -> float | None:
         try:
@@ -141,19 +138,20 @@ class Searcher:
         ranked = self._rank_keyword_only(outcome.candidates, query, min_score, max_results)
         return ranked, outcome
 
+    def vector_limit(self, max_results: int, sources: Sequence[str]) -> int:
+        """How many nearest chunks :meth:`hybrid` needs from the vector index."""
+        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
+        filtered = not set(sources) >= set(self.settings.sources)
+        return limit * 2 if filtered else limit
+
     def vector(
         self,
         store: IndexStore,
-        model: str,
-        query_vector: Vector,
+        hits: Sequence[tuple[int, float]],
         limit: int,
         sources: Sequence[str],
-        generation: int,
     ) -> list[Candidate]:
-        filtered = not set(sources) >= set(self.settings.sources)
-        hits = self.vectors.search(
-            store, model, query_vector, limit * 2 if filtered else limit, generation
-        )
+        """Candidates of the vector index's ``hits`` (rowid, cosine) within ``sources``."""
         score_of = dict(hits)
         out: list[Candidate] = []
         for rowid, cand in store.chunks_by_rowid([r for r, _ in hits], sources)[:limit]:
@@ -164,24 +162,26 @@ class Searcher:
     def hybrid(
         self,
         store: IndexStore,
-        model: str,
         query: str,
-        query_vector: Vector | None,
+        vector_hits: Sequence[tuple[int, float]] | None,
         *,
         max_results: int,
         min_score: float,
         sources: Sequence[str],
-        generation: int,
     ) -> list[Candidate]:
-        """Keyword + vector candidates, fused, decayed, diversified, filtered (spec 4.1)."""
+        """Keyword + vector candidates, fused, decayed, diversified, filtered (spec 4.1).
+
+        ``vector_hits`` are the query's nearest chunks (:meth:`vector_limit` of them), or
+        ``None`` when the query has no vector.
+        """
         cfg = self.settings.query.hybrid
         limit = candidate_count(max_results, cfg.candidate_multiplier)
         use_fts = cfg.enabled and store.fts_available
         keyword = self.keyword(store, query, limit, sources) if use_fts else []
         _rescale_bm25(keyword)
         vector: list[Candidate] = []
-        if query_vector is not None and query_vector.any():
-            vector = self.vector(store, model, query_vector, limit, sources, generation)
+        if vector_hits is not None:
+            vector = self.vector(store, vector_hits, limit, sources)
         if not use_fts:
             return [c for c in vector if c.score >= min_score][:max_results]
         return fuse_hybrid(

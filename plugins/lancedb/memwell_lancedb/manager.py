@@ -18,7 +18,6 @@ from memwell.config import MemwellSettings
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.errors import BackendUnavailableError, ProviderError
-from memwell.fallback import FallbackMemoryManager
 from memwell.manager import BaseMemoryManager, ProgressCallback
 from memwell.models import (
     FtsStatus,
@@ -29,6 +28,9 @@ from memwell.models import (
     SourceCount,
     VectorStatus,
 )
+from memwell.recall.manager import unwrap
+from memwell.recall.query_vectors import QueryVectors
+from memwell.retrieval.chunking import sha256_hex
 from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.paths import read_memory_file
@@ -69,6 +71,7 @@ class LanceMemoryManager(BaseMemoryManager):
                 self.workspace / self.settings.index_dir / "journal.lock",
             )
         self.memories = MemoryStore(self.db, self.runtime, self.journal)
+        self.query_vectors = QueryVectors(self.runtime)
         self._fingerprint: tuple[tuple[str, int, int], ...] | None = None
         self._sync_lock = threading.Lock()
         self.closed = False
@@ -139,7 +142,7 @@ class LanceMemoryManager(BaseMemoryManager):
         query_vector = None
         if self.index.vectors_usable(self.index.meta()):
             try:
-                query_vector = self.runtime.embed_query(text)
+                query_vector = self.query_vectors.embed(text)
                 self.last_search_error = None
             except ProviderError as exc:
                 self.last_search_error = f"query embedding failed: {exc}"
@@ -159,6 +162,28 @@ class LanceMemoryManager(BaseMemoryManager):
             )
             for c in found
         ]
+
+    def content_version(self) -> str:
+        """The versions of the chunks and files tables (a commit from any process moves them)
+        and, with ``sync.on_search``, the files' stat fingerprint, since a search then syncs
+        changed files first."""
+        self._check_open()
+        tables = [self.db.open(name) for name in (self.index.chunks_name, self.index.files_name)]
+        parts = [str(t.version) if t is not None else "-" for t in tables]
+        if self.settings.sync.on_search:
+            parts.append(sha256_hex(repr(self.index.stat_fingerprint()))[:16])
+        return ":".join(parts)
+
+    def query_embedder(self) -> QueryVectors | None:
+        """The query vectors this manager's searches use (``None`` in keyword-only mode)."""
+        return self.query_vectors if self.runtime.provider is not None else None
+
+    def warm(self) -> None:
+        """Open the index tables and load the embedding model now."""
+        self._refresh_before_search()
+        self.db.open(self.index.chunks_name)
+        if self.runtime.provider is not None:
+            self.query_vectors.embed("warm-up")
 
     def read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
@@ -181,7 +206,10 @@ class LanceMemoryManager(BaseMemoryManager):
         hits = self.memories.recall(
             prompt, limit=AUTO_RECALL_LIMIT, min_score=AUTO_RECALL_MIN_SCORE
         )
-        block = untrusted_block([f"[{h.memory.category}] {h.memory.text}" for h in hits])
+        block = untrusted_block(
+            [f"[{h.memory.category}] {h.memory.text}" for h in hits],
+            max_chars=self.settings.query.max_injected_chars,
+        )
         return block or None
 
     def capture_turn(
@@ -340,10 +368,9 @@ class LanceMemoryManager(BaseMemoryManager):
 
 
 def as_lance_manager(manager: object) -> LanceMemoryManager | None:
-    """The open LanceDB manager behind ``manager`` (itself, or the active manager of the
-    fallback wrapper ``open_memory`` puts around every non-builtin backend), or ``None``."""
-    if isinstance(manager, FallbackMemoryManager):
-        manager = manager.active
+    """The open LanceDB manager behind ``manager`` (itself, or the manager serving behind the
+    recall cache and fallback wrapper ``open_memory`` puts around it), or ``None``."""
+    manager = unwrap(manager)
     if isinstance(manager, LanceMemoryManager) and not manager.closed:
         return manager
     return None

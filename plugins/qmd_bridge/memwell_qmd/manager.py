@@ -656,6 +656,27 @@ class QmdMemoryManager(BaseMemoryManager):
         hits = self._search_hits(clean, limit, threshold, names)
         return self._to_results(hits, threshold, session_key)[:limit]
 
+    def content_version(self) -> str | None:
+        """Changes when qmd's index changes: the stat of its SQLite file and write-ahead log
+        (any ``qmd update`` or ``qmd embed``, from any process), this manager's last update
+        and embed, the collections present and the mode the next search runs in. ``None``
+        (no caching) when qmd keeps its index somewhere else."""
+        if not self.state.db_path.is_file():
+            return None
+        parts = [
+            ",".join(sorted(self._present)),
+            repr(self._wanted_mode()),
+            f"{self._last_update_at}:{self._last_embed_at}",
+        ]
+        for path in (self.state.db_path, Path(f"{self.state.db_path}-wal")):
+            try:
+                st = path.stat()
+            except OSError:
+                parts.append("-")
+                continue
+            parts.append(f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}")
+        return "|".join(parts)
+
     # -- read_file, status, probes, sync, close ---------------------------------------------
 
     def read_file(

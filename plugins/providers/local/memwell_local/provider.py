@@ -327,6 +327,24 @@ class SentenceTransformerProvider:
         row = self.embed_batch([text])[0]
         return row
 
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Query vectors for ``texts`` in one call, each equal to :meth:`embed_query`'s."""
+        encoder = self._numpy_encoder() if self._st is None else None
+        if encoder is None:
+            return self.embed_batch(texts)
+        try:
+            return encoder.encode(list(texts))
+        except Exception as exc:
+            raise ProviderError(
+                f"local query embedding failed: {type(exc).__name__}: {exc}",
+                provider=PROVIDER_ID,
+            ) from exc
+
+    def tokenizer_file(self) -> Path | None:
+        """The model's ``tokenizer.json`` (for token counting), when it is a local directory."""
+        path = Path(self.source) / "tokenizer.json"
+        return path if path.is_file() else None
+
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
         st = self._load()
         if not texts:

@@ -1,0 +1,83 @@
+"""The ``compress_context`` agent tool (served by the MCP server) and the token counter of a
+memory's embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..descriptors import READ_ONLY, AgentTool
+from ..recall.manager import unwrap
+from .compress import compress
+from .tokens import TokenCounter, counter_for
+from .transcript import turn_from_message
+
+COMPRESS_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "compress_context",
+        "description": (
+            "Fit a conversation into a token budget: returns the level applied (none, light, "
+            "summary or heavy, by context usage), the token counts and the turns to use "
+            "instead, keeping decisions, preferences, requirements and open tasks."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "messages": {
+                    "type": "array",
+                    "description": "The conversation, oldest first: {role, content} objects.",
+                    "items": {
+                        "type": "object",
+                        "properties": {"role": {"type": "string"}, "content": {}},
+                        "required": ["role", "content"],
+                    },
+                },
+                "budget_tokens": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Tokens the conversation may use.",
+                },
+            },
+            "required": ["messages", "budget_tokens"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def memory_token_counter(manager: object) -> TokenCounter:
+    """The token counter of ``manager``'s embedding model (its tokenizer where it has one,
+    else the estimate); the estimate when the provider cannot be selected."""
+    runtime = getattr(unwrap(manager), "runtime", None)
+    try:
+        provider = getattr(runtime, "provider", None)
+    except Exception:  # a provider that cannot be selected: count by the estimate
+        provider = None
+    return counter_for(provider)
+
+
+def run_compress(arguments: Mapping[str, Any], counter: TokenCounter) -> dict[str, Any]:
+    """Execute ``compress_context``; bad arguments give an ``error`` payload, never raise.
+
+    The turns returned are conversation text (recalled memory among it), so the payload is
+    marked ``untrusted_data`` like the memory tools'.
+    """
+    messages = arguments.get("messages")
+    budget = arguments.get("budget_tokens")
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
+        return {
+            "error": "messages must be a list of {role, content} objects",
+            "untrusted_data": True,
+        }
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        error = f"budget_tokens must be a positive integer, got {budget!r}"
+        return {"error": error, "untrusted_data": True}
+    turns = [t for t in (turn_from_message(m) for m in messages) if t is not None]
+    return {**compress(turns, budget, counter=counter).to_dict(), "untrusted_data": True}
+
+
+def compress_tool(manager: object) -> AgentTool:
+    """``compress_context`` counting tokens with ``manager``'s embedding model."""
+    counter = memory_token_counter(manager)
+    return AgentTool(COMPRESS_TOOL, lambda arguments: run_compress(arguments, counter), READ_ONLY)

@@ -1,0 +1,167 @@
+""":class:`RecallStore`: the entries of the recall cache, with its two lookup tiers.
+
+One entry per answered query holds the normalised text, the options, the query vector (when
+the backend has a query embedder) and the results. The exact tier matches text and options
+within ``exact_ttl_seconds``; the semantic tier matches the options and a cosine similarity of
+at least ``semantic_threshold`` with the vector, within ``semantic_ttl_seconds``. Every entry
+belongs to one content version of the index: a lookup under a new version drops them all.
+The store is bounded by entries and by (estimated) bytes, evicting the least recently used.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import RecallCacheSettings
+from ..embeddings import Vector
+from ..models import MemorySearchResult, RecallTierStatus
+
+Clock = Callable[[], float]
+#: Estimated bytes of bookkeeping per entry and per result, on top of their text.
+ENTRY_OVERHEAD = 200
+RESULT_OVERHEAD = 160
+
+
+def estimate_bytes(query: str, vector: Vector | None, results: Sequence[MemorySearchResult]) -> int:
+    """An estimate of an entry's memory: its texts, its vector and fixed overheads."""
+    texts = sum(len(r.snippet) + len(r.path) + len(r.citation or "") for r in results)
+    vector_bytes = int(vector.nbytes) if vector is not None else 0
+    return ENTRY_OVERHEAD + len(query) + vector_bytes + texts + RESULT_OVERHEAD * len(results)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    options: str
+    query: str
+    space: str
+    vector: Vector | None
+    results: tuple[MemorySearchResult, ...]
+    created: float
+    size: int
+
+
+class RecallStore:
+    """Thread-safe tiered entries; ``clock`` (seconds, monotonic) is injectable for tests."""
+
+    def __init__(self, settings: RecallCacheSettings, clock: Clock = time.monotonic) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._version: str | None = None
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.exact_stats = RecallTierStatus()
+        self.semantic_stats = RecallTierStatus()
+        self.evictions = 0
+        self.invalidations = 0
+
+    @property
+    def entries(self) -> int:
+        return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def _use_version(self, version: str) -> None:
+        """Drop every entry of another content version (hold the lock)."""
+        if version == self._version:
+            return
+        if self._version is not None:
+            self.invalidations += 1
+        self._entries.clear()
+        self._bytes = 0
+        self._version = version
+
+    def exact(self, version: str, options: str, query: str) -> list[MemorySearchResult] | None:
+        """The results cached for exactly ``query`` with ``options``, or ``None``."""
+        with self._lock:
+            self._use_version(version)
+            entry = self._entries.get((options, query))
+            if entry is None or self.clock() - entry.created >= self.settings.exact_ttl_seconds:
+                self.exact_stats.misses += 1
+                return None
+            self._entries.move_to_end((options, query))
+            self.exact_stats.hits += 1
+            return list(entry.results)
+
+    def semantic(
+        self, version: str, options: str, space: str, vector: Vector
+    ) -> list[MemorySearchResult] | None:
+        """The results of the most similar cached query with ``options`` whose vector is in
+        the vector ``space`` (cosine at least the threshold, within the semantic TTL), or
+        ``None``."""
+        with self._lock:
+            self._use_version(version)
+            now = self.clock()
+            ttl = self.settings.semantic_ttl_seconds
+            keys: list[tuple[str, str]] = []
+            rows: list[Vector] = []
+            for key, e in self._entries.items():
+                if (
+                    e.options == options
+                    and e.space == space
+                    and e.vector is not None
+                    and e.vector.shape == vector.shape
+                    and now - e.created < ttl
+                ):
+                    keys.append(key)
+                    rows.append(e.vector)
+            best: tuple[str, str] | None = None
+            if keys:
+                matrix = np.vstack(rows)
+                scores = matrix @ vector
+                top = int(np.argmax(scores))
+                if float(scores[top]) >= self.settings.semantic_threshold:
+                    best = keys[top]
+            if best is None:
+                self.semantic_stats.misses += 1
+                return None
+            self._entries.move_to_end(best)
+            self.semantic_stats.hits += 1
+            return list(self._entries[best].results)
+
+    def put(
+        self,
+        version: str,
+        options: str,
+        query: str,
+        results: Sequence[MemorySearchResult],
+        *,
+        space: str = "",
+        vector: Vector | None = None,
+    ) -> None:
+        """Remember ``results`` (with the query's vector in ``space`` when there is one); an
+        entry larger than the byte bound is not kept."""
+        size = estimate_bytes(query, vector, results)
+        if size > self.settings.max_bytes:
+            return
+        entry = _Entry(options, query, space, vector, tuple(results), self.clock(), size)
+        with self._lock:
+            self._use_version(version)
+            old = self._entries.pop((options, query), None)
+            if old is not None:
+                self._bytes -= old.size
+            self._entries[(options, query)] = entry
+            self._bytes += size
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop expired entries, then the least recently used beyond the bounds."""
+        horizon = self.clock() - max(
+            self.settings.exact_ttl_seconds, self.settings.semantic_ttl_seconds
+        )
+        for key in [k for k, e in self._entries.items() if e.created <= horizon]:
+            self._bytes -= self._entries.pop(key).size
+        while self._entries and (
+            len(self._entries) > self.settings.max_entries or self._bytes > self.settings.max_bytes
+        ):
+            _, dropped = self._entries.popitem(last=False)
+            self._bytes -= dropped.size
+            self.evictions += 1
