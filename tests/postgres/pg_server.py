@@ -2,11 +2,12 @@
 
 It listens on 127.0.0.1 on a free port, keeps its data in a temporary directory and runs as
 an unprivileged user (``initdb`` refuses root): as root, the user ``memwell-pg`` is created
-if missing (the installed binaries must be readable by it, as they are in a normal venv).
+if missing, and the binaries are copied where that user can run them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import pwd
@@ -66,11 +67,23 @@ class PgServer:
         self.user: pwd.struct_passwd | None = None
         if os.geteuid() == 0:
             self.user = _ensure_user()
+            self.bin = self._copy_binaries()
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = _free_port()
         self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self._initdb()
+
+    def _copy_binaries(self) -> Path:
+        """Copy the build (and the libraries its rpath names) into the server's directory,
+        so the unprivileged user can run it wherever the venv lives (a 0700 checkout too)."""
+        package = self.bin.parent.parent
+        target = self.root / "pkg" / package.name
+        shutil.copytree(self.bin.parent, target / self.bin.parent.name, symlinks=True)
+        libs = package.parent / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, target.parent / libs.name, symlinks=True)
+        return target / self.bin.parent.name / "bin"
 
     def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         kwargs: dict[str, Any] = {}
@@ -96,23 +109,43 @@ class PgServer:
         if self.user is not None:
             os.chown(self.root, self.user.pw_uid, self.user.pw_gid)
             os.chown(self.data, self.user.pw_uid, self.user.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                  "--no-sync", "--locale=C")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
+        )
 
     def start(self) -> None:
         options = (
             f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                  "-o", options, "start", timeout=90)
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            options,
+            "start",
+            timeout=90,
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop")
 
     def destroy(self) -> None:
-        try:
+        with contextlib.suppress(ServerStartError):
             self.stop("immediate")
-        except ServerStartError:
-            pass
         shutil.rmtree(self.root, ignore_errors=True)

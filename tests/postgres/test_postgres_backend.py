@@ -75,14 +75,24 @@ def test_keyword_ranking_is_bm25(build: Build, tmp_path: Path) -> None:
     assert _paths(memory, "delaying")[0] == "memory/rare.md"  # porter: delay
 
 
-def test_schema_has_the_promised_indexes_and_tables(build: Build, tmp_path: Path, pg_server: Any) -> None:
+def test_schema_has_the_promised_indexes_and_tables(
+    build: Build, tmp_path: Path, pg_server: Any
+) -> None:
     memory = build(write_workspace(tmp_path / "ws"))
     memory.sync()
     with psycopg.connect(pg_server.dsn) as conn:
-        tables = {r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'memwell'").fetchall()}
-        indexes = {r[0]: r[1] for r in conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'memwell'").fetchall()}
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'memwell'"
+            ).fetchall()
+        }
+        indexes = {
+            r[0]: r[1]
+            for r in conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'memwell'"
+            ).fetchall()
+        }
     assert {"namespaces", "generations", "files", "chunks", "embedding_cache"} <= tables
     assert "USING gin (tsv)" in indexes["chunks_tsv"]
     hnsw = [d for d in indexes.values() if "USING hnsw" in d]
@@ -94,27 +104,36 @@ def test_unchanged_files_are_not_rewritten(build: Build, tmp_path: Path, pg_serv
     memory = build(ws)
     memory.sync()
     with psycopg.connect(pg_server.dsn) as conn:
-        before = conn.execute("SELECT id FROM memwell.chunks WHERE namespace = %s ORDER BY id",
-                              (memory.namespace,)).fetchall()
+        before = conn.execute(
+            "SELECT id FROM memwell.chunks WHERE namespace = %s ORDER BY id", (memory.namespace,)
+        ).fetchall()
     (ws / "memory" / "projects.md").write_text(
-        "# Projects\n\n## Gardening\nTomatoes need watering every morning.\n", encoding="utf-8")
+        "# Projects\n\n## Gardening\nTomatoes need watering every morning.\n", encoding="utf-8"
+    )
     memory.sync()
     with psycopg.connect(pg_server.dsn) as conn:
-        after = conn.execute("SELECT id, path FROM memwell.chunks WHERE namespace = %s",
-                             (memory.namespace,)).fetchall()
+        after = conn.execute(
+            "SELECT id, path FROM memwell.chunks WHERE namespace = %s", (memory.namespace,)
+        ).fetchall()
     untouched = {i for i, p in after if p != "memory/projects.md"}
     assert untouched <= {r[0] for r in before}  # other files' rows kept as they were
     assert memory.last_sync is not None and memory.last_sync.written == 1
 
 
 def test_a_stale_host_never_deletes_another_hosts_files(build: Build, tmp_path: Path) -> None:
-    full = write_workspace(tmp_path / "host-a", {
-        "memory/alpha.md": "Alpha notes: the gateway runs on port 8443.\n",
-        "memory/beta.md": "Beta notes: backups run nightly at two.\n",
-    })
-    stale = write_workspace(tmp_path / "host-b", {
-        "memory/alpha.md": "Alpha notes: the gateway runs on port 8443.\n",
-    })
+    full = write_workspace(
+        tmp_path / "host-a",
+        {
+            "memory/alpha.md": "Alpha notes: the gateway runs on port 8443.\n",
+            "memory/beta.md": "Beta notes: backups run nightly at two.\n",
+        },
+    )
+    stale = write_workspace(
+        tmp_path / "host-b",
+        {
+            "memory/alpha.md": "Alpha notes: the gateway runs on port 8443.\n",
+        },
+    )
     shared = {"namespace": "stale-team"}
     host_a = build(full, provider="none", pg={**shared, "host_id": "a"})
     host_a.sync()
@@ -167,7 +186,9 @@ def test_doctor_reports_server_version_and_vector(pg_server: Any) -> None:
     assert facts["connection"] == "ok"
     assert "PostgreSQL 16" in facts["server_version"] and "(ok)" in facts["server_version"]
     assert facts["vector_extension"].startswith("0.8")
-    down = check_server(PostgresConfig(dsn="postgresql://postgres@127.0.0.1:1/x", connect_timeout=1))
+    down = check_server(
+        PostgresConfig(dsn="postgresql://postgres@127.0.0.1:1/x", connect_timeout=1)
+    )
     assert down["connection"].startswith("failed: postgres server 127.0.0.1:1/x unreachable")
     assert "not configured" in check_server(PostgresConfig())["dsn"]
 
@@ -177,12 +198,21 @@ def test_cli_through_the_entry_point(pg_server: Any, tmp_path: Path) -> None:
     ws = write_workspace(tmp_path / "ws")
     (ws / "memwell.toml").write_text(
         f'backend = "postgres"\nprovider = "none"\n\n[backends.postgres]\n'
-        f'dsn = "{pg_server.dsn}"\nnamespace = "cli-test"\n', encoding="utf-8")
+        f'dsn = "{pg_server.dsn}"\nnamespace = "cli-test"\n',
+        encoding="utf-8",
+    )
     env = {**os.environ, "MEMWELL_WORKSPACE": str(ws), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
 
     def run(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "memwell", *args], env=env, cwd=ws,
-                              capture_output=True, text=True, timeout=120, check=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "memwell", *args],
+            env=env,
+            cwd=ws,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         return done.stdout
 
     report = json.loads(run("doctor", "--json"))

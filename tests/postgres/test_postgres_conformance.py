@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pg_helpers import Build
 from memwell.manager import MemorySearchManager
 from memwell.testing.conformance import BackendConformance, MemoryFactory
+from pg_helpers import Build
 
 
 class TestPostgresHybrid(BackendConformance):

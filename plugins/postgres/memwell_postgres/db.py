@@ -91,8 +91,9 @@ class Database:
         try:
             yield
         except psycopg.OperationalError as exc:
+            reason = str(exc).strip() or type(exc).__name__
             raise BackendUnavailableError(
-                f"postgres server {self.where} unavailable: {str(exc).strip() or type(exc).__name__}"
+                f"postgres server {self.where} unavailable: {reason}"
             ) from exc
 
     @contextmanager

@@ -29,7 +29,9 @@ def check_server(config: PostgresConfig) -> dict[str, Any]:
         return facts
     with conn:
         facts["connection"] = "ok"
-        row = conn.execute("SELECT current_setting('server_version_num')::int, version()").fetchone()
+        row = conn.execute(
+            "SELECT current_setting('server_version_num')::int, version()"
+        ).fetchone()
         number, full = (int(row[0]), str(row[1])) if row else (0, "unknown")
         verdict = "ok" if number >= MIN_SERVER_VERSION else "too old: PostgreSQL 13+ needed"
         facts["server_version"] = f"{full.split(' on ')[0]} ({verdict})"
@@ -47,7 +49,9 @@ def check_server(config: PostgresConfig) -> dict[str, Any]:
             "SELECT 1 FROM pg_namespace WHERE nspname = %s", (config.schema_name,)
         ).fetchone()
         facts["schema"] = (
-            f"{config.schema_name} present" if schema else f"{config.schema_name} (created on first sync)"
+            f"{config.schema_name} present"
+            if schema
+            else f"{config.schema_name} (created on first sync)"
         )
     return facts
 

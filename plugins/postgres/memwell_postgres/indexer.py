@@ -208,7 +208,11 @@ class Indexer:
         rel, mtime_ns, size = stat
         seen.add(rel)
         old = known.get(rel)
-        if old is not None and old.host == self.host and (old.mtime_ns, old.size) == (mtime_ns, size):
+        if (
+            old is not None
+            and old.host == self.host
+            and (old.mtime_ns, old.size) == (mtime_ns, size)
+        ):
             return None
         item = self._read(abs_path)
         if item is None or (old is not None and old.hash == item.row.hash):
@@ -257,8 +261,10 @@ class Indexer:
             if not self.store.lock_file(conn, generation, row.path):
                 return
             current = self.store.file_row(conn, generation, row.path)
-            if current is None or current.hash != row.hash or (
-                self.config.delete_missing == "own" and current.host != self.host
+            if (
+                current is None
+                or current.hash != row.hash
+                or (self.config.delete_missing == "own" and current.host != self.host)
             ):
                 return
             self.store.delete_file(conn, generation, row.path)

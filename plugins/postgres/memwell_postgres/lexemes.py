@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-import snowballstemmer
+import snowballstemmer  # type: ignore[import-untyped]
 from memwell.retrieval.cjk import segment_for_index
 from memwell.retrieval.fts_query import build_fts_query
 

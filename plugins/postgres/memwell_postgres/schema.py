@@ -8,6 +8,7 @@ The embedding cache has no namespace: a chunk embedded by any host is reused by 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from psycopg import Connection, sql
 
@@ -78,7 +79,7 @@ CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer NOT NULL);
 """
 
 
-def create_schema(conn: Connection[object], schema: str) -> None:
+def create_schema(conn: Connection[Any], schema: str) -> None:
     """Create the extension, schema and tables if missing (one transaction, serialised)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
@@ -100,7 +101,7 @@ def vector_expr(dims: int) -> sql.Composable:
     return sql.SQL("embedding::vector({})").format(sql.Literal(dims))
 
 
-def ensure_vector_index(conn: Connection[object], schema: str, model: str, dims: int) -> bool:
+def ensure_vector_index(conn: Connection[Any], schema: str, model: str, dims: int) -> bool:
     """Build the partial HNSW index for ``model``/``dims`` if missing; True if it was built.
 
     Called after a bulk load, so the graph is built once over all rows.

@@ -51,7 +51,10 @@ kw AS (
            sum(k.idf * (u.tf * (%(k1)s + 1)) /
                (u.tf + %(k1)s * (1 - %(b)s + %(b)s * h.ntokens / st.avgdl))) AS score
     FROM kw_hits h
-    CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions) AS tf FROM unnest(h.tsv)) u
+    CROSS JOIN LATERAL (
+        SELECT lexeme, cardinality(positions) AS tf
+        FROM unnest(ts_filter(setweight(h.tsv, 'A', %(lexemes)s::text[]), '{{a}}'))
+    ) u
     JOIN kw_kept k ON k.lexeme = u.lexeme
     CROSS JOIN st
     GROUP BY h.id ORDER BY score DESC, h.id LIMIT %(limit)s

@@ -297,7 +297,16 @@ class Store:
                 " size = EXCLUDED.size, host = EXCLUDED.host, updated_at = now()",
                 f="files",
             ),
-            (self.namespace, generation, SOURCE, row.path, row.hash, row.mtime_ns, row.size, row.host),
+            (
+                self.namespace,
+                generation,
+                SOURCE,
+                row.path,
+                row.hash,
+                row.mtime_ns,
+                row.size,
+                row.host,
+            ),
         )
 
     def delete_file(self, conn: Conn, generation: int, path: str) -> None:
@@ -337,9 +346,7 @@ class Store:
 
     # -- the shared embedding cache ---------------------------------------------------------
 
-    def cached_vectors(
-        self, conn: Conn, key: CacheKey, hashes: Sequence[str]
-    ) -> dict[str, Vector]:
+    def cached_vectors(self, conn: Conn, key: CacheKey, hashes: Sequence[str]) -> dict[str, Vector]:
         if not hashes:
             return {}
         rows = conn.execute(
