@@ -141,23 +141,35 @@ def run(dsn: str, target_chunks: int, workdir: Path, per_client: int) -> None:
     if not ws.exists():
         probe = workdir / "probe"
         generate(probe, 20, paragraphs=12, words=40, facts=0)
-        manager = make_manager(probe, registry, dsn, provider="seeded",
-                               pg={"namespace": "bench-probe"},
-                               chunking={"tokens": CHUNK_TOKENS, "overlap": 0})
+        manager = make_manager(
+            probe,
+            registry,
+            dsn,
+            provider="seeded",
+            pg={"namespace": "bench-probe"},
+            chunking={"tokens": CHUNK_TOKENS, "overlap": 0},
+        )
         manager.sync()
         per_file = manager.status().chunks / 20
         manager.close()
         generate(ws, max(1, round(target_chunks / per_file)), paragraphs=12, words=40, facts=0)
-    manager = make_manager(ws, registry, dsn, provider="seeded",
-                           pg={"namespace": f"bench-{target_chunks}", "pool_max_size": 17},
-                           chunking={"tokens": CHUNK_TOKENS, "overlap": 0})
+    manager = make_manager(
+        ws,
+        registry,
+        dsn,
+        provider="seeded",
+        pg={"namespace": f"bench-{target_chunks}", "pool_max_size": 17},
+        chunking={"tokens": CHUNK_TOKENS, "overlap": 0},
+    )
     t0 = time.perf_counter()
     manager.sync(force=True)
     index_s = time.perf_counter() - t0
     status = manager.status()
     rss, size = _server_memory_mb(dsn)
     print(f"## {status.chunks} chunks in {status.files} files  (load {os.getloadavg()[0]:.1f})")
-    print(f"index (full build incl. HNSW): {index_s:.1f} s = {status.chunks / index_s:.0f} chunks/s")
+    print(
+        f"index (full build incl. HNSW): {index_s:.1f} s = {status.chunks / index_s:.0f} chunks/s"
+    )
     t0 = time.perf_counter()
     manager.sync()
     print(f"no-op resync: {time.perf_counter() - t0:.2f} s")
