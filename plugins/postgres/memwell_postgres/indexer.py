@@ -25,7 +25,7 @@ from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 
 from .config import PostgresConfig
-from .db import Conn, Database
+from .db import Database
 from .lexemes import LEXEME_VERSION
 from .schema import SCHEMA_VERSION, ensure_vector_index
 from .store import CacheKey, ChunkRow, FileRow, Store, lock_key
@@ -154,8 +154,15 @@ class Indexer:
                     prepared = [p for p in map(self._read, batch) if p is not None]
                     vectors = self._embed(prepared, report)
                     with self.db.connection() as conn, conn.transaction():
+                        chunks = tokens = 0
                         for item in prepared:
-                            self._write_new(conn, generation, item, vectors)
+                            rows = self._rows(item, vectors)
+                            tokens += self.store.insert_chunks(
+                                conn, generation, item.row.path, rows, self.model()
+                            )
+                            self.store.upsert_file(conn, generation, item.row)
+                            chunks += len(rows)
+                        self.store.add_counts(conn, generation, chunks, tokens)
                     report.written += len(prepared)
                     done += len(batch)
                     _report(progress, done, len(paths), batch[-1].name)
@@ -167,14 +174,6 @@ class Indexer:
             finally:
                 lock_conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         return False
-
-    def _write_new(
-        self, conn: Conn, generation: int, item: PreparedFile, vectors: dict[str, Vector]
-    ) -> None:
-        rows = self._rows(item, vectors)
-        tokens = self.store.insert_chunks(conn, generation, item.row.path, rows, self.model())
-        self.store.upsert_file(conn, generation, item.row)
-        self.store.add_counts(conn, generation, len(rows), tokens)
 
     def _incremental(
         self, generation: int, progress: ProgressCallback | None, report: SyncReport
