@@ -7,16 +7,20 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import memwell_postgres.plugin as pg_plugin
 import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from memwell.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 from memwell_postgres.config import PostgresConfig
 from memwell_postgres.diagnostics import check_server
+from memwell_postgres.lexemes import index_text, terms_of
 from pg_helpers import Build, make_manager
 
 
@@ -221,3 +225,19 @@ def test_cli_through_the_entry_point(pg_server: Any, tmp_path: Path) -> None:
     hits = json.loads(run("search", "Zanzibar", "--json"))["results"]
     assert hits and hits[0]["path"] == "memory/2026-01-02.md"
     assert json.loads(run("status", "--json"))["backend"] == "postgres"
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
+def test_tsvector_literals_round_trip_through_the_server(pg_server: Any, text: str) -> None:
+    """Whatever the text (quotes, backslashes, CJK, marks), the server parses memwell's
+    literal into exactly memwell's terms, with one position per occurrence."""
+    indexed = index_text(text.replace("\x00", ""))
+    with psycopg.connect(pg_server.dsn) as conn:
+        rows = conn.execute(
+            "SELECT lexeme, cardinality(positions) FROM unnest(%s::tsvector)", (indexed.tsvector,)
+        ).fetchall()
+    expected = Counter(terms_of(text.replace("\x00", "")))
+    assert dict(rows) == {t: min(n, 256) for t, n in expected.items()}
