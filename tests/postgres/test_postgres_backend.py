@@ -221,10 +221,13 @@ def test_cli_through_the_entry_point(pg_server: Any, tmp_path: Path) -> None:
 
     report = json.loads(run("doctor", "--json"))
     assert report["backend postgres"]["connection"] == "ok"
-    run("index")
-    hits = json.loads(run("search", "Zanzibar", "--json"))["results"]
+    hits = json.loads(run("search", "Zanzibar", "--json"))["results"]  # syncs first
     assert hits and hits[0]["path"] == "memory/2026-01-02.md"
-    assert json.loads(run("status", "--json"))["backend"] == "postgres"
+    with psycopg.connect(pg_server.dsn) as conn:  # served by postgres, not a fallback
+        files = conn.execute(
+            "SELECT count(*) FROM memwell.files WHERE namespace = 'cli-test'"
+        ).fetchone()
+    assert files == (3,)
 
 
 @settings(
