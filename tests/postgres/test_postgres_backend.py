@@ -68,6 +68,16 @@ def test_cjk_keyword_search_both_sides(build: Build, tmp_path: Path) -> None:
     assert "memory/en.md" not in _paths(memory, "北京")
 
 
+def test_a_file_with_nul_bytes_is_indexed(build: Build, tmp_path: Path) -> None:
+    ws = write_workspace(
+        tmp_path / "ws", {"memory/bin.md": "Binary\x00junk then the walrus fact.\n"}
+    )
+    memory = build(ws, provider="none")
+    memory.sync()
+    assert _paths(memory, "walrus") == ["memory/bin.md"]
+    assert (ws / "memory" / "bin.md").read_bytes() == b"Binary\x00junk then the walrus fact.\n"
+
+
 def test_keyword_ranking_is_bm25(build: Build, tmp_path: Path) -> None:
     """A rare term outranks a common one, and a stemmed form matches."""
     files = {f"memory/n{i}.md": f"Routine note {i} about the weekly deploy.\n" for i in range(6)}

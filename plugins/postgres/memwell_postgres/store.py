@@ -268,7 +268,7 @@ class Store:
                         chunk.end_line,
                         chunk.hash,
                         model,
-                        chunk.text,
+                        chunk.text.replace("\x00", "\ufffd"),  # text columns refuse NUL
                         indexed.tsvector,
                         indexed.length,
                         None if vector is None else len(vector),
