@@ -1,0 +1,1 @@
+"""memwell-postgres: a memwell backend on PostgreSQL + pgvector, shared by many writers."""

@@ -1,0 +1,48 @@
+"""The ``[backends.postgres]`` section of ``memwell.toml``."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PostgresConfig(BaseModel):
+    """Options of the ``postgres`` backend.
+
+    ``dsn``: a libpq connection string or URI (``postgresql://user@host:5432/db``); required.
+    ``namespace``: which memory in the database this workspace is; by default derived from the
+    workspace path (hosts sharing one memory must set the same value). ``schema_name``: the
+    Postgres schema holding memwell's tables. ``host_id``: who this writer is (default the
+    hostname); with ``delete_missing = "own"`` a host removes from the index only files it
+    indexed itself, so a stale or partial checkout never deletes another host's files.
+    ``pool_min_size``/``pool_max_size``: connections kept open; ``connect_timeout``: seconds
+    before an unreachable server is reported. ``ef_search``: HNSW search breadth (raised to
+    the candidate count when that is larger).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    dsn: str | None = None
+    namespace: str | None = Field(default=None, min_length=1, max_length=200)
+    schema_name: str = Field(default="memwell", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    host_id: str | None = Field(default=None, min_length=1, max_length=200)
+    delete_missing: Literal["own", "any"] = "own"
+    pool_min_size: int = Field(default=1, ge=0, le=64)
+    pool_max_size: int = Field(default=4, ge=2, le=256)
+    connect_timeout: float = Field(default=5.0, gt=0, le=300)
+    ef_search: int = Field(default=100, ge=10, le=1000)
+
+    def namespace_for(self, workspace: Path) -> str:
+        """The configured namespace, else ``<dir name>-<12 hex of the resolved path>``."""
+        if self.namespace:
+            return self.namespace
+        resolved = str(workspace.resolve())
+        digest = hashlib.sha256(resolved.encode()).hexdigest()[:12]
+        return f"{workspace.resolve().name or 'root'}-{digest}"
+
+    def host(self) -> str:
+        return self.host_id or socket.gethostname()

@@ -1,0 +1,102 @@
+"""Keyword terms for Postgres full-text search, computed by memwell rather than by Postgres.
+
+The builtin backend indexes with FTS5's ``porter unicode61 remove_diacritics 2`` over text
+whose CJK runs were segmented (:func:`memwell.retrieval.cjk.segment_for_index`). This module
+produces the same terms in Python and hands Postgres ready-made ``tsvector``/``tsquery``
+literals, so nothing depends on the server's text search configurations (the equivalent of
+the ``simple`` configuration over pre-segmented, pre-stemmed text) and CJK search works on any
+server. Positions are kept because BM25 needs each term's frequency.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer  # type: ignore[import-untyped]
+from memwell.retrieval.cjk import segment_for_index
+from memwell.retrieval.fts_query import build_fts_query
+
+LEXEME_VERSION = 1
+"""Bumped whenever the terms change; part of the index identity (a change reindexes)."""
+
+_TOKEN = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[a-z]+")
+_MAX_LEXEME_BYTES = 2046  # Postgres refuses longer lexemes
+_MAX_POSITION = 16383  # Postgres clamps larger positions (and would merge duplicates)
+_MAX_POSITIONS = 256  # Postgres keeps at most this many positions per lexeme
+_STEMMER = snowballstemmer.stemmer("porter")
+
+
+@lru_cache(maxsize=200_000)
+def _lexeme(token: str) -> str:
+    """Lower-case, strip diacritics (keeping Hangul syllables), stem ASCII words (Porter)."""
+    lowered = token.lower()
+    if not lowered.isascii():
+        decomposed = unicodedata.normalize("NFD", lowered)
+        stripped = "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
+        lowered = unicodedata.normalize("NFC", stripped)
+    if _ASCII_WORD.fullmatch(lowered):
+        return str(_STEMMER.stemWord(lowered))
+    return lowered
+
+
+def _lexemes(text: str) -> list[str]:
+    found = (_lexeme(t) for t in _TOKEN.findall(text))
+    return [t for t in found if t and len(t.encode()) <= _MAX_LEXEME_BYTES]
+
+
+def terms_of(text: str) -> list[str]:
+    """Every indexed term of ``text`` in order (stop words kept, as FTS5 keeps them)."""
+    return _lexemes(segment_for_index(text))
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class IndexedText:
+    """A chunk's ``tsvector`` literal and its length in terms (BM25's document length)."""
+
+    tsvector: str
+    length: int
+
+
+def index_text(text: str) -> IndexedText:
+    """The ``tsvector`` literal of ``text``: each term with the positions it occurs at."""
+    terms = terms_of(text)
+    positions: dict[str, list[int]] = {}
+    for pos, term in enumerate(terms, start=1):
+        slots = positions.setdefault(term, [])
+        if len(slots) < _MAX_POSITIONS and pos <= _MAX_POSITION:
+            slots.append(pos)
+    parts = (f"{_quote(t)}:{','.join(map(str, p))}" for t, p in positions.items() if p)
+    return IndexedText(tsvector=" ".join(parts), length=len(terms))
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A keyword query as distinct lexemes and their single-term ``tsquery`` literals."""
+
+    lexemes: tuple[str, ...]
+
+    @property
+    def tsqueries(self) -> list[str]:
+        return [_quote(t) for t in self.lexemes]
+
+
+def query_terms(query: str) -> QueryTerms | None:
+    """The query's searchable terms (memwell's FTS term selection, stop words dropped)."""
+    fts = build_fts_query(query, tokenizer="unicode61", mode="or")
+    if fts is None:
+        return None
+    lexemes = _dedupe(term for raw in fts.terms for term in _lexemes(raw))
+    return QueryTerms(lexemes) if lexemes else None
+
+
+def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))

