@@ -61,3 +61,7 @@ class BackendUnavailableError(MemwellError):
 
 class PathNotAllowedError(MemwellError):
     """A ``read_file`` path is outside the allowed set (traversal, symlink, not Markdown)."""
+
+
+class MemoryFileNotFoundError(MemwellError):
+    """A memory file asked for by path does not exist (``memwell get``)."""

@@ -1,8 +1,9 @@
 """Safe ``read_file``: which paths may be read and how line slices are taken.
 
 A path is readable if it is a memory path inside the workspace or lies in a configured extra
-path, ends with ``.md``, and its real path (every symlink resolved) stays inside the real
-workspace memory area or the real extra directory. The last component must not be a symlink.
+path, is a Markdown file (``.md``/``.markdown``, any case), and its real path (every symlink
+resolved) stays inside the real workspace memory area or the real extra directory. The last
+component must not be a symlink.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from memwell.errors import PathNotAllowedError
 from memwell.models import ReadFileResult
 from memwell.sources.discovery import (
     MEMORY_DIR,
+    is_markdown_name,
     normalize_extra_paths,
     open_regular_file,
     relative_path,
+    text_encoding,
 )
 
 MAX_PATH_CHARS = 4096
@@ -89,7 +92,7 @@ def resolve_read_path(
     ws = Path(os.path.abspath(workspace))
     abs_path = os.path.normpath(os.path.join(ws, raw))
     display = relative_path(Path(abs_path), ws)
-    if not abs_path.endswith(".md"):
+    if not is_markdown_name(abs_path):
         raise _reject(f"not a Markdown file: {display}")
     real = os.path.realpath(abs_path)
     allowed = _in_workspace_memory(abs_path, real, ws) or any(
@@ -120,15 +123,32 @@ def read_memory_file(
         with open_regular_file(real) as handle:
             text = _read_text(handle, from_line or None, lines or None)
     except FileNotFoundError:
-        return ReadFileResult(path=display, text="")
+        return ReadFileResult(path=display, text="", missing=True)
     return ReadFileResult(path=display, text=text)
 
 
-def _read_text(handle: BinaryIO, from_line: int | None, lines: int | None) -> str:
-    if from_line is None and lines is None:
-        return handle.read().decode("utf-8", errors="replace")
+def _window(from_line: int | None, lines: int | None) -> tuple[int, int | None]:
+    """0-based ``(start, stop)`` of a 1-based ``from_line`` and a line count."""
     start = max(1, from_line or 1) - 1
-    stop = None if lines is None else start + max(1, lines)
+    return start, None if lines is None else start + max(1, lines)
+
+
+def slice_lines(text: str, from_line: int | None, lines: int | None) -> str:
+    """Lines ``from_line`` (1-based) on, at most ``lines`` of them, of ``text``."""
+    start, stop = _window(from_line, lines)
+    return "\n".join(text.split("\n")[start:stop])
+
+
+def _read_text(handle: BinaryIO, from_line: int | None, lines: int | None) -> str:
+    """The file's text or a line slice; UTF-8 slices stream, UTF-16 files decode whole."""
+    head = handle.read(3)
+    codec, skip = text_encoding(head)
+    whole = from_line is None and lines is None
+    if whole or codec != "utf-8":
+        text = (head + handle.read())[skip:].decode(codec, errors="replace")
+        return text if whole else slice_lines(text, from_line, lines)
+    handle.seek(skip)
+    start, stop = _window(from_line, lines)
     return "\n".join(islice(_split_lines(handle), start, stop))
 
 
