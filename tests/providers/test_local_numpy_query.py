@@ -35,7 +35,10 @@ def test_erf_matches_math_erf() -> None:
 
 
 #: Documents of many lengths, so that batches pack texts of different sizes together.
-DOCUMENTS = [*TEXTS, *(f"chunk {i}: " + "the deploy runs on friday " * (i * 7 % 60) for i in range(40))]
+DOCUMENTS = [
+    *TEXTS,
+    *(f"chunk {i}: " + "the deploy runs on friday " * (i * 7 % 60) for i in range(40)),
+]
 
 
 def _torch_provider() -> SentenceTransformerProvider:

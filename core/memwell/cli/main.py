@@ -26,7 +26,7 @@ from .lazy import LazyGroup
 if TYPE_CHECKING:
     from ..config import MemwellSettings
     from ..manager import MemorySearchManager
-    from ..models import MemoryStatus
+    from ..models import MemoryStatus, ReadFileResult
 
 
 class Context:
@@ -193,12 +193,26 @@ def get(ctx: Context, path: str, from_line: int | None, lines: int | None, as_js
     if result.missing:
         raise MemoryFileNotFoundError(f"no such memory file: {result.path}")
     if as_json:
-        start = from_line or 1
-        count = len(result.text.split("\n")) if result.text else 0
-        payload = {**result.model_dump(), "start_line": start, "end_line": start + count - 1}
-        _emit_json(payload)
+        _emit_json({**result.model_dump(), **_line_range(result, from_line, lines)})
     else:
         click.echo(result.text)
+
+
+def _line_range(
+    result: ReadFileResult, from_line: int | None, lines: int | None
+) -> dict[str, int | None]:
+    """The 1-based, inclusive line range ``get`` returned (``None`` for an empty read).
+
+    A transcript shows one line per message, so its range is the JSONL lines asked for.
+    """
+    start = from_line or 1
+    if result.path.startswith("sessions/"):
+        return {"start_line": start, "end_line": start + lines - 1 if lines else None}
+    if not result.text:
+        return {"start_line": None, "end_line": None}
+    text = result.text
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    return {"start_line": start, "end_line": start + count - 1}
 
 
 def _status_lines(status: MemoryStatus) -> list[str]:
@@ -233,6 +247,8 @@ def _status_lines(status: MemoryStatus) -> list[str]:
         lines.append(f"backend fallback: {fb.from_} -> {fb.to}: {fb.reason}")
     if status.last_sync_error:
         lines.append(f"last error: {status.last_sync_error}")
+    if status.unreadable:
+        lines.append(f"unreadable: {len(status.unreadable)} ({'; '.join(status.unreadable)})")
     return lines
 
 

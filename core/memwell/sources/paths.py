@@ -1,9 +1,13 @@
 """Safe ``read_file``: which paths may be read and how line slices are taken.
 
-A path is readable if it is a memory path inside the workspace or lies in a configured extra
-path, is a Markdown file (``.md``/``.markdown``, any case), and its real path (every symlink
-resolved) stays inside the real workspace memory area or the real extra directory. The last
-component must not be a symlink.
+Session transcripts (``sessions/<file>.jsonl``, the paths search returns for them) are read
+when the caller passes the sessions directory: the requested JSONL lines come back as the
+redacted ``User: …`` / ``Assistant: …`` text that was indexed, never as raw JSON.
+
+A Markdown path is readable if it is a memory path inside the workspace or lies in a configured
+extra path, is a Markdown file (``.md``/``.markdown``, any case), and its real path (every
+symlink resolved) stays inside the real workspace memory area or the real extra directory. The
+last component must not be a symlink.
 """
 
 from __future__ import annotations
@@ -20,11 +24,18 @@ from memwell.errors import PathNotAllowedError
 from memwell.models import ReadFileResult
 from memwell.sources.discovery import (
     MEMORY_DIR,
+    SESSIONS_SOURCE,
+    decode_text,
     is_markdown_name,
     normalize_extra_paths,
     open_regular_file,
     relative_path,
     text_encoding,
+)
+from memwell.sources.sessions import (
+    is_session_transcript,
+    parse_session_jsonl,
+    render_session_lines,
 )
 
 MAX_PATH_CHARS = 4096
@@ -112,12 +123,18 @@ def read_memory_file(
     from_line: int | None = None,
     lines: int | None = None,
     extra_paths: Sequence[str] = (),
+    sessions_dir: Path | None = None,
 ) -> ReadFileResult:
     """Read an allowed memory file, whole or a 1-based line slice (0 or None means unset).
 
-    A missing file gives empty text; so does a slice past the end of the file. Undecodable
-    bytes are replaced. Slices stream the file line by line.
+    A missing file gives empty text (and ``missing``); so does a slice past the end of the
+    file. Undecodable bytes are replaced. Slices stream the file line by line. With
+    ``sessions_dir``, ``sessions/<transcript>`` paths read that transcript's messages.
     """
+    if sessions_dir is not None:
+        name = _session_name(rel_path)
+        if name is not None:
+            return _read_session(sessions_dir, name, from_line or None, lines or None)
     real, display = resolve_read_path(workspace, rel_path, extra_paths)
     try:
         with open_regular_file(real) as handle:
@@ -125,6 +142,29 @@ def read_memory_file(
     except FileNotFoundError:
         return ReadFileResult(path=display, text="", missing=True)
     return ReadFileResult(path=display, text=text)
+
+
+def _session_name(rel_path: str) -> str | None:
+    """The transcript file name of a ``sessions/<name>`` path, else ``None``."""
+    raw = _validated_input(rel_path)
+    prefix, _, name = _LEADING_DOT_SLASH.sub("", raw).partition("/")
+    if prefix != SESSIONS_SOURCE or not is_session_transcript(name) or "/" in name:
+        return None
+    return name
+
+
+def _read_session(
+    sessions_dir: Path, name: str, from_line: int | None, lines: int | None
+) -> ReadFileResult:
+    display = f"{SESSIONS_SOURCE}/{name}"
+    try:
+        with open_regular_file(sessions_dir / name) as handle:
+            raw = decode_text(handle.read())
+    except FileNotFoundError:
+        return ReadFileResult(path=display, text="", missing=True)
+    return ReadFileResult(
+        path=display, text=render_session_lines(parse_session_jsonl(raw), from_line, lines)
+    )
 
 
 def _window(from_line: int | None, lines: int | None) -> tuple[int, int | None]:

@@ -31,6 +31,7 @@ from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.paths import read_memory_file
+from memwell.sources.sessions import readable_sessions_dir
 
 from .config import BuiltinConfig
 from .indexer import FTS_ONLY_MODEL, Indexer, scope_hash, sessions_dir
@@ -89,6 +90,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.last_sync_error: str | None = None
         self.last_search_error: str | None = None
         self.recovered: list[str] = []
+        self.unreadable: list[str] | None = None
+        """What this process's last sync could not read (``None``: no sync here yet)."""
+        self._kept_model_index_said = False
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
         if self.purpose == "default":
@@ -302,10 +306,16 @@ class SqliteMemoryManager(BaseMemoryManager):
             current = self.index_dir.current()
             reason = "forced" if force else None
             store = None
+            meta: dict[str, Any] = {}
             if current is not None and file_problem(current) is None:
                 try:
                     store = self._open_store(current)
-                    reason = reason or self._needs_full(store.read_meta(), store)
+                    stored = store.read_meta()
+                    meta = stored or {}
+                    if not force and self._keeps_model_index(meta):
+                        store.close()
+                        return
+                    reason = reason or self._needs_full(stored, store)
                 except Exception as exc:
                     if store is not None:
                         store.close()
@@ -325,9 +335,10 @@ class SqliteMemoryManager(BaseMemoryManager):
                     self._full_reindex(current, progress)
                 else:
                     try:
-                        Indexer(store, self.settings, self.runtime, self.workspace).run(
-                            full=False, progress=progress
-                        )
+                        indexer = Indexer(store, self.settings, self.runtime, self.workspace)
+                        self.unreadable = indexer.run(full=False, progress=progress).errors
+                        if self.unreadable != meta.get("unreadable", []):  # for `status`
+                            store.write_meta({**meta, "unreadable": self.unreadable})
                     except Exception as exc:
                         if not _CORRUPT.search(str(exc)):
                             raise
@@ -341,6 +352,25 @@ class SqliteMemoryManager(BaseMemoryManager):
             self.generation += 1
         self.vectors.invalidate()
 
+    def _keeps_model_index(self, meta: dict[str, Any] | None) -> bool:
+        """Keyword-only mode over an index built with a model: use it as it is.
+
+        Rebuilding it without vectors would throw them away and make the next search with
+        the model re-embed everything; updating it would leave changed files without
+        vectors. So it is neither, and that is said once.
+        """
+        model = (meta or {}).get("model")
+        if self.runtime.provider is not None or model in (None, FTS_ONLY_MODEL):
+            return False
+        if not self._kept_model_index_said:
+            self._kept_model_index_said = True
+            log.warning(
+                "memwell: keyword-only search over the index built with %s, used as it is "
+                "(not updated without the model: a search with it picks up changed files)",
+                model,
+            )
+        return True
+
     def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
         """Build a new generation next to the old one and switch to it atomically."""
         new_path = self.index_dir.new_generation()
@@ -353,12 +383,16 @@ class SqliteMemoryManager(BaseMemoryManager):
                     if not _CORRUPT.search(str(exc)):
                         raise
                     log.warning("memwell: not reusing the damaged embedding cache: %s", exc)
-            Indexer(store, self.settings, self.runtime, self.workspace).run(
-                full=True, progress=progress
-            )
+            indexer = Indexer(store, self.settings, self.runtime, self.workspace)
+            self.unreadable = indexer.run(full=True, progress=progress).errors
             dims = self.runtime.dims if self.runtime.provider is not None else None
             store.write_meta(
-                {**self._expected_meta(), "vector_dims": dims, "vec_mirror": store.info.vec_loaded}
+                {
+                    **self._expected_meta(),
+                    "vector_dims": dims,
+                    "vec_mirror": store.info.vec_loaded,
+                    "unreadable": self.unreadable,
+                }
             )
             if self.settings.cache.max_entries:
                 store.cache_prune(self.settings.cache.max_entries)
@@ -488,6 +522,9 @@ class SqliteMemoryManager(BaseMemoryManager):
             from_line=from_line,
             lines=lines,
             extra_paths=self.settings.extra_paths,
+            sessions_dir=readable_sessions_dir(
+                self.workspace, self.settings.sessions_dir, self.settings.sources
+            ),
         )
 
     def _provider_fields(self) -> dict[str, Any]:
@@ -576,6 +613,9 @@ class SqliteMemoryManager(BaseMemoryManager):
                 dims=meta.get("vector_dims"),
             ),
             last_sync_error=self.last_sync_error or self.last_search_error,
+            unreadable=list(
+                self.unreadable if self.unreadable is not None else meta.get("unreadable", [])
+            ),
             custom={
                 "sqlite": {
                     "module": info.module if info else None,
