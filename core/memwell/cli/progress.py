@@ -24,32 +24,35 @@ def progress_text(label: str, p: SyncProgress, elapsed: float) -> str:
     return f"{label}: {', '.join(parts)}"
 
 
+LOG_INTERVAL_S = 2.0
+"""Off a terminal (a log file), a progress line at most this often, plus the last one."""
+
+
 class ProgressLine:
-    """A progress callback that draws one line (redrawn in place on a terminal).
+    """A progress callback that draws one line per batch (redrawn in place on a terminal).
 
     Nothing is printed for a sync with nothing to do; the line starts with the first batch
-    of files to index, so a search that must index first says so.
+    of files indexed, so a search that must index first says so.
     """
 
     def __init__(self, label: str, stream: TextIO | None = None) -> None:
         self.label = label
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.started: float | None = None
+        self.started = time.monotonic()
+        self.written_at: float | None = None
         self.last = ""
 
     def __call__(self, p: SyncProgress) -> None:
         if p.total == 0:
             return
         now = time.monotonic()
-        if self.started is None:
-            self.started = now
-            self._write(progress_text(self.label, p.model_copy(update={"completed": 0}), 0))
-        self._write(progress_text(self.label, p, now - self.started))
+        done = p.completed >= p.total
+        if self.tty or done or self.written_at is None or now - self.written_at >= LOG_INTERVAL_S:
+            self.written_at = now
+            self._write(progress_text(self.label, p, now - self.started))
 
     def _write(self, text: str) -> None:
-        if text == self.last:
-            return
         if self.tty:
             pad = " " * max(0, len(self.last) - len(text))
             self.stream.write(f"\r{text}{pad}")
