@@ -31,7 +31,7 @@ FTS_ONLY_MODEL = "fts-only"
 #: Files written per transaction (and embedded per provider round trip group).
 FILES_PER_TXN = 128
 #: A group also closes once it holds this many chunks, so progress moves per embedding batch.
-CHUNKS_PER_TXN = 32
+CHUNKS_PER_TXN = 64
 
 
 @dataclass
