@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 from memwell import factory
@@ -284,3 +285,61 @@ def test_terminal_results_render_line_numbers(tmp_path: Path) -> None:
     (ws / "MEMORY.md").write_text("# Memory\n\n" + "filler\n" * 12 + "Staging listens on 5433.\n")
     out = invoke("-w", str(ws), "search", "staging").stdout
     assert "MEMORY.md:1-16" in out and "  15: Staging listens on 5433." in out
+
+
+# -- item 3: lazy commands, plugin commands from the hook ---------------------------------------
+
+
+def _group(loads: list[int]) -> click.Group:
+    from memwell.cli.lazy import LazyGroup
+
+    @click.group(cls=LazyGroup)
+    def group() -> None:
+        pass
+
+    def loader(target: click.Group) -> None:
+        loads.append(1)
+
+        @target.command(name="extra")
+        def extra() -> None:
+            """Run the plugin's command."""
+            click.echo("extra ran")
+
+    assert isinstance(group, LazyGroup)
+    group.add_lazy_command("later", "memwell.cli.eval_command", "Imported when it runs.")
+    group.plugin_loader = loader
+    return group
+
+
+def test_plugin_commands_are_listed_from_a_cache_and_load_when_run() -> None:
+    loads: list[int] = []
+    first = CliRunner().invoke(_group(loads), ["--help"])
+    assert "extra" in first.output and "Run the plugin's command." in first.output
+    assert "later" in first.output and "Imported when it runs." in first.output
+    assert loads == [1]
+    second = CliRunner().invoke(_group(loads), ["--help"])
+    assert "Run the plugin's command." in second.output
+    assert loads == [1], "the second help screen came from the cache: no plugin imported"
+    ran = CliRunner().invoke(_group(loads), ["extra"])
+    assert ran.output == "extra ran\n" and loads == [1, 1]
+
+
+def test_help_imports_no_plugin_and_no_pydantic(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from memwell.cli.main import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('pydantic', 'numpy', 'mcp', 'memwell_sqlite', 'memwell.factory')"
+        " if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWELL_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    for _ in range(2):  # the first run fills the plugin command cache
+        out = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+        ).stdout
+    assert "HEAVY []" in out
