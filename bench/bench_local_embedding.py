@@ -57,24 +57,25 @@ def main() -> None:
     texts = chunks(args.chunks)
     source = resolve_model_source("all-MiniLM-L6-v2", None, Path.cwd())
     model = "all-MiniLM-L6-v2"
+    print(f"{len(texts)} chunks, load {os.getloadavg()[0]:.1f} at the start")
+    print("| engine | seconds | chunks/s | vs sentence-transformers | max abs diff |")
+    print("|---|---|---|---|---|", flush=True)
     reference_seconds, reference = timed(
         SentenceTransformerProvider(model, source, LocalConfig(engine="torch")), texts
     )
-    rows = [("sentence-transformers (torch), batch 8", reference_seconds, 0.0)]
-    for batch_tokens in (1024, 2048, 4096):
-        for threads in (1, 2):
-            config = LocalConfig(batch_tokens=batch_tokens, threads=threads)
-            seconds, matrix = timed(SentenceTransformerProvider(model, source, config), texts)
-            diff = float(np.max(np.abs(matrix - reference)))
-            name = f"NumPy, {batch_tokens} tokens/pass, {threads} BLAS threads"
-            rows.append((name, seconds, diff))
-    load = os.getloadavg()
-    print(f"\n{len(texts)} chunks, load {load[0]:.1f} {load[1]:.1f}")
-    print("| engine | seconds | chunks/s | vs sentence-transformers | max abs diff |")
-    print("|---|---|---|---|---|")
-    for name, seconds, diff in rows:
-        rate, speed = len(texts) / seconds, reference_seconds / seconds
-        print(f"| {name} | {seconds:.2f} | {rate:.1f} | {speed:.2f}x | {diff:.1e} |")
+    row("sentence-transformers (torch), batch 8", reference_seconds, reference_seconds, 0.0, texts)
+    for batch_tokens, threads in ((2048, 1), (2048, 2), (1024, 1), (4096, 1)):
+        config = LocalConfig(batch_tokens=batch_tokens, threads=threads)
+        seconds, matrix = timed(SentenceTransformerProvider(model, source, config), texts)
+        diff = float(np.max(np.abs(matrix - reference)))
+        name = f"NumPy, {batch_tokens} tokens/pass, {threads} BLAS threads"
+        row(name, seconds, reference_seconds, diff, texts)
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
+
+
+def row(name: str, seconds: float, reference: float, diff: float, texts: list[str]) -> None:
+    rate, speed = len(texts) / seconds, reference / seconds
+    print(f"| {name} | {seconds:.2f} | {rate:.1f} | {speed:.2f}x | {diff:.1e} |", flush=True)
 
 
 if __name__ == "__main__":
