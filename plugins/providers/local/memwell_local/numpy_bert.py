@@ -234,7 +234,7 @@ class NumpyBertEncoder:
         ]
 
     def encode(
-        self, texts: Sequence[str], *, batch_tokens: int = 2048, threads: int | None = 1
+        self, texts: Sequence[str], *, batch_tokens: int = 1024, threads: int | None = 1
     ) -> Matrix:
         """One row per text, in order.
 

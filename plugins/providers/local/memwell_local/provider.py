@@ -43,7 +43,7 @@ DEFAULT_HUB_ORG = "sentence-transformers"
 MODEL_MARKER_FILES = ("modules.json", "config.json")
 #: Tokens per NumPy forward pass and its BLAS threads, measured on 2 cores with
 #: ``bench/bench_local_embedding.py`` (see the README's performance section).
-NUMPY_BATCH_TOKENS = 2048
+NUMPY_BATCH_TOKENS = 1024
 NUMPY_THREADS = 1
 
 
