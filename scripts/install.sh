@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
-# Install memwell, every first-party plugin and the test tools into a virtual environment.
-# Usage: bash scripts/install.sh [VENV_DIR]   (default .venv; created if missing)
+# Install memwell into a virtual environment (editable installs of this checkout).
+#
+# Usage: bash scripts/install.sh [--test] [VENV_DIR]     (VENV_DIR: default .venv, created if missing)
+#
+#   default  memwell, the SQLite backend and the local embedding provider with its shipped
+#            model (all-MiniLM-L6-v2, embedded with NumPy: no torch)
+#   --test   what the tests need: every first-party plugin with its extras, a CPU-only torch
+#            and sentence-transformers (the comparison tests), ruff and mypy
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=default
+if [ "${1:-}" = "--test" ]; then
+  MODE=test
+  shift
+fi
 VENV="${1:-.venv}"
 PY="${PYTHON:-python3}"
+# pip's own warnings stay off the terminal (errors still show); this script says what it does.
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -qq)
 
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install --upgrade pip >/dev/null
+start=$SECONDS
 
-# CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
-"${PIP[@]}" install "torch==2.13.0"
-
-packages=(-e ".[test]")
-for project in plugins/*/pyproject.toml plugins/providers/*/pyproject.toml examples/*/pyproject.toml; do
-  [ -f "$project" ] || continue
-  dir=$(dirname "$project")
-  if grep -q '^test = ' "$project"; then
-    packages+=(-e "$dir[test]")
-  else
-    packages+=(-e "$dir")
+if [ "$MODE" = default ]; then
+  echo "installing memwell, memwell-sqlite and memwell-local into $VENV"
+  "${PIP[@]}" install -e . -e plugins/builtin_sqlite -e plugins/providers/local
+else
+  # torch first, and the CPU build: an unpinned torch from PyPI is a multi-GB CUDA build.
+  # A wheel in pip's find-links (a local wheel cache) is used when there is one.
+  echo "installing torch 2.13.0 (CPU build) into $VENV"
+  if ! "${PIP[@]}" install --no-index "torch==2.13.0" 2>/dev/null; then
+    "${PIP[@]}" install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
   fi
-done
-"${PIP[@]}" install "${packages[@]}" ruff mypy
-echo "installed into $VENV: $("$VENV/bin/memwell" --version)"
+  packages=(-e ".[test]")
+  for project in plugins/*/pyproject.toml plugins/providers/*/pyproject.toml \
+    examples/*/pyproject.toml; do
+    [ -f "$project" ] || continue
+    dir=$(dirname "$project")
+    # Every extra a plugin declares (test tools, the torch engine, ...).
+    extras=$(sed -n '/^\[project.optional-dependencies\]/,/^\[/{s/^\([A-Za-z0-9_-]*\) *= *\[.*/\1/p}' \
+      "$project" | paste -sd, -)
+    packages+=(-e "$dir${extras:+[$extras]}")
+  done
+  echo "installing memwell, every first-party plugin and the test tools into $VENV"
+  "${PIP[@]}" install "${packages[@]}" ruff mypy
+fi
+echo "installed $("$VENV/bin/memwell" --version) in $((SECONDS - start)) s"

@@ -75,3 +75,7 @@ class WriteRefusedError(MemwellError):
     def __init__(self, message: str, *, reason: str):
         super().__init__(message)
         self.reason = reason
+
+
+class MemoryFileNotFoundError(MemwellError):
+    """A memory file asked for by path does not exist (``memwell get``)."""

@@ -30,10 +30,12 @@ class MemorySearchResult(BaseModel):
 
 
 class ReadFileResult(BaseModel):
-    """Text returned by ``read_file``; a missing file gives empty text."""
+    """Text returned by ``read_file``; a missing file gives empty text and ``missing``."""
 
     path: str
     text: str
+    missing: bool = Field(default=False, exclude=True)
+    """The file does not exist (not serialised: payloads keep their ``path``/``text`` shape)."""
 
 
 class ProbeResult(BaseModel):
@@ -44,11 +46,14 @@ class ProbeResult(BaseModel):
 
 
 class SyncProgress(BaseModel):
-    """Progress reported while indexing."""
+    """Progress reported while indexing: files done of ``total``, and chunks written so far
+    of ``total_chunks`` (0 when the backend does not count chunks)."""
 
     completed: int
     total: int
     label: str | None = None
+    chunks: int = 0
+    total_chunks: int = 0
 
 
 class SourceCount(BaseModel):
@@ -149,6 +154,8 @@ class MemoryStatus(BaseModel):
     provider_fallback: FallbackStatus | None = None
     degraded: SearchDegradation | None = None
     last_sync_error: str | None = None
+    unreadable: list[str] = Field(default_factory=list)
+    """Memory files or directories the last sync could not read (each with the reason)."""
     custom: dict[str, Any] = Field(default_factory=dict)
     #: Queries longer than this are cut to it before searching (``query.max_chars``).
     query_max_chars: int | None = None

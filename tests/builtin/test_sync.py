@@ -73,7 +73,6 @@ def test_unchanged_files_are_not_rewritten(
         {"chunking": {"tokens": 200, "overlap": 40}},
         {"store": {"fts": {"tokenizer": "trigram"}}},
         {"extra_paths": ["notes"]},
-        {"provider": "none"},
     ],
 )
 def test_config_change_triggers_full_reindex(

@@ -162,6 +162,8 @@ def test_get_prints_exact_lines(ws: Path) -> None:
     assert json.loads(as_json.stdout) == {
         "path": "MEMORY.md",
         "text": "The staging database listens on port 5433.",
+        "start_line": 3,
+        "end_line": 3,
     }
 
 

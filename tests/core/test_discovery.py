@@ -34,7 +34,6 @@ def workspace(tmp_path: Path) -> Path:
     write(ws / "memory" / "2026-01-01.md")
     write(ws / "memory" / "topics" / "rust.md")
     write(ws / "memory" / "notes.txt")
-    write(ws / "memory" / "UPPER.MD")
     write(ws / "notes" / "not-memory.md")
     write(ws / "DREAMS.md")
     return ws

@@ -137,9 +137,11 @@ def test_trigram_long_terms_are_cut() -> None:
     assert fq is not None and fq.match == '"' + "x" * 64 + '"'
 
 
-def test_stopwords_dropped_unless_nothing_else() -> None:
+def test_stopwords_dropped_and_a_stopword_only_query_searches_nothing() -> None:
     assert build_fts_query("the api of it") == FtsQuery('"api"', ())
-    assert build_fts_query("the of") == FtsQuery('"the" OR "of"', ())
+    assert build_fts_query("the of") is None
+    assert build_fts_query("what is it", tokenizer="trigram") is None
+    assert build_fts_query("the of", drop_stopwords=False) == FtsQuery('"the" OR "of"', ())
     assert build_fts_query("the api", drop_stopwords=False) == FtsQuery('"the" OR "api"', ())
     assert build_fts_query("的 北京", tokenizer="trigram") == FtsQuery(None, ("%北京%",))
 

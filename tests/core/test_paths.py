@@ -196,7 +196,6 @@ def test_symlink_swapped_in_after_the_checks_is_refused(
         "src/private.md",
         "notes.md",
         "memory/notes.txt",
-        "memory/notes.MD",
         "memory",
         "../outside/secret.md",
         "../secret.md",

@@ -224,7 +224,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentenceTransfo
         mp.setattr(socket, "getaddrinfo", refuse)
         provider = create_provider(_ctx(workspace))
         assert provider.dims == 384  # read from the model directory
-        provider.embed_batch(["load"])  # loads the model
+        provider.embed_batch(["load"])  # loads the weights
     assert attempts == []
     yield provider
 
@@ -235,7 +235,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.slow
 def test_real_model_shape_dtype_and_limits(loaded: SentenceTransformerProvider) -> None:
-    assert loaded.loaded
+    assert not loaded.loaded, "the default engine embeds with NumPy: torch never loads"
     assert loaded.dims == 384
     assert loaded.max_input_tokens == 256
     vec = loaded.embed_query("where is the deploy script?")
@@ -296,7 +296,7 @@ def test_concurrent_first_use_loads_once(loaded: SentenceTransformerProvider) ->
 
     import sentence_transformers
 
-    provider = SentenceTransformerProvider(loaded.model, loaded.source)
+    provider = SentenceTransformerProvider(loaded.model, loaded.source, LocalConfig(engine="torch"))
     calls: list[float] = []
     real = sentence_transformers.SentenceTransformer
 
@@ -342,7 +342,9 @@ def test_loading_prints_no_progress_bar(
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.enable_progress_bar()
     try:
-        provider = SentenceTransformerProvider(loaded.model, loaded.source)
+        provider = SentenceTransformerProvider(
+            loaded.model, loaded.source, LocalConfig(engine="torch")
+        )
         assert provider.dims == 384
         assert "Loading weights" not in capfd.readouterr().err
         assert hf_logging.is_progress_bar_enabled()  # restored for the host application

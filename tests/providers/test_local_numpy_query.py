@@ -1,4 +1,5 @@
-"""Query embedding without torch: the NumPy BERT forward pass of memwell-local."""
+"""Embedding without torch: the NumPy BERT forward pass of memwell-local, for queries and
+documents, against sentence-transformers."""
 
 from __future__ import annotations
 
@@ -30,19 +31,40 @@ TEXTS = [
 def test_erf_matches_math_erf() -> None:
     x = np.linspace(-7, 7, 20001, dtype=np.float32)
     expected = np.array([math.erf(float(v)) for v in x])
-    assert np.max(np.abs(_erf(x) - expected)) < 5e-7
+    assert np.max(np.abs(_erf(x) - expected)) < 1e-6
+
+
+#: Documents of many lengths, so that batches pack texts of different sizes together.
+DOCUMENTS = [
+    *TEXTS,
+    *(f"chunk {i}: " + "the deploy runs on friday " * (i * 7 % 60) for i in range(40)),
+]
+
+
+def _torch_provider() -> SentenceTransformerProvider:
+    return SentenceTransformerProvider(
+        "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(engine="torch")
+    )
 
 
 @pytest.mark.slow
 def test_numpy_vectors_equal_sentence_transformers_vectors() -> None:
     encoder = NumpyBertEncoder.load(PACKAGED_DIR, 256)
     assert encoder is not None and encoder.dims == 384
-    provider = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
-    expected = provider.embed_batch(TEXTS)  # sentence-transformers, torch
-    got = encoder.encode(TEXTS)
-    assert got.shape == expected.shape and got.dtype == np.float32
-    assert np.max(np.abs(got - expected)) < 1e-5
+    expected = _torch_provider().embed_batch(DOCUMENTS)  # sentence-transformers, torch
+    for batch_tokens in (1, 300, 4096):  # one text per pass, a few, all of them
+        got = encoder.encode(DOCUMENTS, batch_tokens=batch_tokens)
+        assert got.shape == expected.shape and got.dtype == np.float32
+        assert np.max(np.abs(got - expected)) < 1e-5
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_default_provider_embeds_documents_with_numpy_like_sentence_transformers() -> None:
+    provider = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
+    got = provider.embed_batch(DOCUMENTS)
+    assert not provider.loaded, "documents went through NumPy, torch never loaded"
+    assert np.max(np.abs(got - _torch_provider().embed_batch(DOCUMENTS))) < 1e-5
 
 
 def _copy_model(tmp_path: Path) -> Path:
@@ -95,19 +117,16 @@ def test_query_and_dims_do_not_load_torch() -> None:
 
 
 @pytest.mark.slow
-def test_torch_engine_and_loaded_model_give_the_same_query_vector() -> None:
+def test_torch_engine_gives_the_same_query_vector_and_documents_stay_on_numpy() -> None:
     fast = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
-    torch_only = SentenceTransformerProvider(
-        "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(query_engine="torch")
-    )
+    torch_only = _torch_provider()
     query = "which port does the saffron6 service listen on"
     via_numpy = fast.embed_query(query)
     via_torch = torch_only.embed_query(query)
     assert torch_only.loaded
     assert np.max(np.abs(via_numpy - via_torch)) < 1e-5
-    fast.embed_batch(["documents load torch"])
-    assert fast.loaded
-    assert np.max(np.abs(fast.embed_query(query) - via_torch)) < 1e-5
+    fast.embed_batch(["documents do not load torch"])
+    assert not fast.loaded
 
 
 @pytest.mark.slow

@@ -2,6 +2,10 @@
 
 User mistakes print one ``error:`` line and exit with status 2; unexpected failures print one
 line and exit with status 1 (set ``MEMWELL_DEBUG=1`` for a traceback).
+
+Start-up stays light: this module imports click and little else; each command imports what it
+uses when it runs, and subcommands kept in their own modules are registered by name
+(:data:`LAZY_COMMANDS`) and imported only when invoked.
 """
 
 from __future__ import annotations
@@ -10,25 +14,19 @@ import json
 import logging
 import os
 import sys
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..config import MemwellSettings, load_settings
 from ..errors import MemwellError
-from ..factory import open_memory, resolve_workspace
-from ..manager import MemorySearchManager
-from ..models import MemoryStatus, SyncProgress
-from ..plugins import get_registry
-from ..recall.report import recall_cache_line, search_json_lines
-from ..retrieval.query_limit import truncation_warning
-from ..search_report import search_report
-from .diagnostics import doctor_report, plugin_rows
+from .lazy import LazyGroup
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from ..config import MemwellSettings
+    from ..manager import MemorySearchManager
+    from ..models import MemoryStatus, ReadFileResult
 
 
 class Context:
@@ -51,6 +49,8 @@ class Context:
 
     @property
     def workspace(self) -> Path:
+        from ..factory import resolve_workspace
+
         return resolve_workspace(self.workspace_arg)
 
     def settings(self, **extra: Any) -> MemwellSettings:
@@ -58,12 +58,17 @@ class Context:
 
     def settings_for(self, workspace: Path, overrides: dict[str, Any]) -> MemwellSettings:
         """Layered settings for ``workspace`` with ``overrides`` on top."""
+        from ..config import load_settings
+        from ..plugins import get_registry
+
         return load_settings(
             workspace, config_file=self.config, overrides=overrides, registry=get_registry()
         )
 
     def open(self, *, watch: bool = False, **extra: Any) -> MemorySearchManager:
         """Open the workspace's memory; one-shot commands run without a watcher."""
+        from ..factory import open_memory
+
         sync = {"sync": {"watch": watch, "on_search": False}} if not watch else {}
         return open_memory(self.workspace, settings=self.settings(**sync, **extra))
 
@@ -71,7 +76,7 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "-w",
     "--workspace",
@@ -101,6 +106,22 @@ def cli(
     ctx.obj = Context(workspace, config, backend, provider)
 
 
+#: Subcommands in their own modules: name -> (module, one-line help). The module defines the
+#: command with ``@cli.command``; it is imported only when the command runs.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "eval": ("memwell.cli.eval_command", "Score retrieval quality on a BEIR-layout dataset."),
+    "mcp": ("memwell.cli.mcp_command", "Serve memory to MCP clients (stdio or HTTP)."),
+    "write": ("memwell.cli.write_command", "Write a note into memory (append, create, replace)."),
+    "recent": ("memwell.cli.write_command", "List recently changed memory files."),
+    "session": ("memwell.cli.session_command", "Capture finished conversations into memory."),
+    "flush-plan": ("memwell.cli.flush_command", "Say whether to flush memory before compaction."),
+    "warm": ("memwell.cli.recall_commands", "Load the index, the model and the caches now."),
+    "compress": ("memwell.cli.recall_commands", "Fit a transcript into a token budget."),
+}
+for _name, (_module, _help) in LAZY_COMMANDS.items():
+    cli.add_lazy_command(_name, _module, _help)
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
@@ -110,29 +131,19 @@ def _emit_json(data: Any) -> None:
 @pass_ctx
 def index(ctx: Context, force: bool) -> None:
     """Index the workspace's Markdown memory (incremental unless --force)."""
+    from .progress import ProgressLine
+    from .workspace_hints import warn_if_empty
+
     manager = ctx.open()
-    bar: Any = None
-
-    def progress(p: SyncProgress) -> None:
-        nonlocal bar
-        if p.total == 0:
-            return
-        if bar is None:
-            bar = click.progressbar(length=p.total, label="indexing", file=sys.stderr)
-            bar.__enter__()
-        bar.update(p.completed - bar.pos)
-
-    try:
+    with ProgressLine("indexing") as progress:
         manager.sync(reason="cli", force=force, progress=progress)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
     status = manager.status()
     click.echo(
         f"indexed {status.files} files, {status.chunks} chunks "
         f"({status.search_mode}, provider {status.provider}"
         f"{', model ' + status.model if status.model else ''})"
     )
+    warn_if_empty(ctx.workspace, status)
 
 
 @cli.command()
@@ -153,12 +164,21 @@ def search(
     from_stdin: bool,
 ) -> None:
     """Search memory; results carry file and line provenance."""
+    from ..retrieval.query_limit import truncation_warning
+    from ..search_report import search_report
+    from .progress import ProgressLine
+    from .render import print_hits
+    from .workspace_hints import warn_if_empty, warn_keyword_only
+
     if (query is None) != from_stdin:
         raise click.UsageError("give a QUERY or --stdin, not both")
     manager = ctx.open()
     if not no_sync:
-        manager.sync(reason="search")
+        with ProgressLine("indexing before searching") as progress:
+            manager.sync(reason="search", progress=progress)
     if query is None:
+        from ..recall.report import search_json_lines
+
         lines = search_json_lines(manager, sys.stdin, max_results=max_results, min_score=min_score)
         for line in lines:
             click.echo(line)
@@ -167,21 +187,20 @@ def search(
     warning = truncation_warning(query, ctx.settings().query.max_chars)
     if warning:
         click.echo(f"warning: {warning}", err=True)
+    status = manager.status()
+    report = search_report(status)
+    warn_keyword_only(status)
+    if not results:
+        warn_if_empty(ctx.workspace, status)
     if as_json:
-        report = search_report(manager.status())
         _emit_json({"query": query, "results": [r.model_dump() for r in results], **report})
         return
-    report = search_report(manager.status())
     if report["degraded"]:
         click.echo(f"note: {report['mode']} mode: {report['degraded_reason']}", err=True)
     if not results:
         click.echo("no results")
         return
-    for hit in results:
-        click.secho(f"{hit.path}:{hit.start_line}-{hit.end_line}  score {hit.score:.3f}", bold=True)
-        for line in hit.snippet.splitlines()[:8]:
-            click.echo(f"    {line}")
-        click.echo()
+    print_hits(results, query, manager)
 
 
 @cli.command()
@@ -191,13 +210,34 @@ def search(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
 def get(ctx: Context, path: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
-    """Print lines of a memory file (safe read: memory files only)."""
+    """Print lines of a memory file or session transcript (safe read: memory files only)."""
+    from ..errors import MemoryFileNotFoundError
+
     manager = ctx.open()
     result = manager.read_file(path, from_line=from_line, lines=lines)
+    if result.missing:
+        raise MemoryFileNotFoundError(f"no such memory file: {result.path}")
     if as_json:
-        _emit_json(result.model_dump())
+        _emit_json({**result.model_dump(), **_line_range(result, from_line, lines)})
     else:
         click.echo(result.text)
+
+
+def _line_range(
+    result: ReadFileResult, from_line: int | None, lines: int | None
+) -> dict[str, int | None]:
+    """The 1-based, inclusive line range ``get`` returned (``None`` for an empty read).
+
+    A transcript shows one line per message, so its range is the JSONL lines asked for.
+    """
+    start = from_line or 1
+    if result.path.startswith("sessions/"):
+        return {"start_line": start, "end_line": start + lines - 1 if lines else None}
+    if not result.text:
+        return {"start_line": None, "end_line": None}
+    text = result.text
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    return {"start_line": start, "end_line": start + count - 1}
 
 
 def _status_lines(status: MemoryStatus) -> list[str]:
@@ -236,7 +276,11 @@ def _status_lines(status: MemoryStatus) -> list[str]:
         lines.append(f"last error: {status.last_sync_error}")
     lines += [f"index note: {note}" for note in status.custom.get("index_notes", [])]
     if status.recall_cache is not None:
+        from ..recall.report import recall_cache_line
+
         lines.append(f"recall cache: {recall_cache_line(status.recall_cache)}")
+    if status.unreadable:
+        lines.append(f"unreadable: {len(status.unreadable)} ({'; '.join(status.unreadable)})")
     return lines
 
 
@@ -256,6 +300,8 @@ def status(ctx: Context, as_json: bool) -> None:
 @pass_ctx
 def watch(ctx: Context) -> None:
     """Keep the index current while files change (Ctrl-C to stop)."""
+    import threading
+
     manager = ctx.open(watch=True)
     manager.sync(reason="watch-start")
     click.echo(f"watching {ctx.workspace} (Ctrl-C to stop)", err=True)
@@ -271,6 +317,9 @@ def watch(ctx: Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins(as_json: bool) -> None:
     """List installed plugins, what they provide and whether they loaded."""
+    from ..plugins import get_registry
+    from .diagnostics import plugin_rows
+
     rows = plugin_rows(get_registry())
     if as_json:
         _emit_json(rows)
@@ -289,6 +338,9 @@ def plugins(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def doctor(as_json: bool) -> None:
     """Check SQLite, FTS5, sqlite-vec, plugins and provider keys."""
+    from ..plugins import get_registry
+    from .diagnostics import doctor_report
+
     report = doctor_report(get_registry())
     if as_json:
         _emit_json(report)
@@ -299,22 +351,34 @@ def doctor(as_json: bool) -> None:
             click.echo(f"  {key:<22} {value}")
 
 
-def _register_plugin_commands() -> None:
-    registry = get_registry()
-    registry.call_each("memwell_cli_commands", cli=cli)
+def _register_plugin_commands(group: click.Group) -> None:
+    from ..plugins import get_registry
+
+    get_registry().call_each("memwell_cli_commands", cli=group)
+
+
+cli.plugin_loader = _register_plugin_commands
+
+
+def _usage_error_line(exc: click.ClickException) -> str:
+    """The README's one ``error:`` line for a click usage error, with where to get help."""
+    line = f"error: {exc.format_message()}"
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        line += f" (see '{ctx.command_path} --help')"
+    return line
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``memwell`` command."""
     debug = bool(os.environ.get("MEMWELL_DEBUG"))
     try:
-        _register_plugin_commands()
         cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(_usage_error_line(exc), err=True)
         sys.exit(exc.exit_code)
     except MemwellError as exc:
         if debug:
@@ -329,16 +393,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)
     finally:
-        from ..factory import close_all
-
-        close_all()
-
-
-from . import (  # noqa: E402, F401  (register subcommands)
-    eval_command,
-    flush_command,
-    mcp_command,
-    recall_commands,
-    session_command,
-    write_command,
-)
+        factory = sys.modules.get("memwell.factory")  # nothing to close if it never loaded
+        if factory is not None:
+            factory.close_all()

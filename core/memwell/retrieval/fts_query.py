@@ -69,7 +69,7 @@ def _word_terms(query: str) -> list[str]:
 def _select(terms: list[str], drop_stopwords: bool) -> list[str]:
     unique = list(dict.fromkeys(terms))
     if drop_stopwords:
-        unique = [term for term in unique if term not in ALL_STOPWORDS] or unique
+        unique = [term for term in unique if term not in ALL_STOPWORDS]
     return unique[:MAX_TERMS]
 
 
@@ -101,8 +101,9 @@ def build_fts_query(
     Every MATCH term is a quoted string joined by ``OR``/``AND`` (``mode``), so no FTS5 syntax
     typed by the user survives. With ``unicode61`` CJK runs become the n-grams that
     :func:`~memwell.retrieval.cjk.segment_for_index` indexed. With ``trigram`` tokens shorter
-    than three code points become LIKE terms. Stop words are dropped unless nothing else is
-    left; terms are deduplicated and capped at :data:`MAX_TERMS`.
+    than three code points become LIKE terms. Stop words are dropped, so a query of stop words
+    only gives ``None`` (it would otherwise rank whatever contains "the" first, at score 1);
+    terms are deduplicated and capped at :data:`MAX_TERMS`.
     """
     if mode not in _JOINERS:
         raise ValueError(f"unknown FTS query mode {mode!r}; expected 'or' or 'and'")

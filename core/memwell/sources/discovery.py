@@ -1,8 +1,10 @@
 """Markdown memory file discovery and hashed, no-follow reads of the files found.
 
-Discovery lists ``MEMORY.md``, ``memory.md`` and every ``*.md`` under ``memory/`` plus the
-configured extra paths. Symlinked files and directories are never followed. Deliberate
-improvement over the reference: walks also skip tool and cache directories
+Discovery lists ``MEMORY.md``, ``memory.md`` and every Markdown file (``.md``, ``.markdown``,
+any case) under ``memory/`` plus the configured extra paths. Symlinked files and directories
+are never followed. A directory or file that cannot be read is reported (``problems``), never
+skipped in silence. Text is UTF-8, or UTF-16 when the file starts with its byte-order mark.
+Deliberate improvement over the reference: walks also skip tool and cache directories
 (:data:`SKIPPED_DIR_NAMES`), so a stray ``node_modules`` inside ``memory/`` is not indexed.
 """
 
@@ -26,6 +28,10 @@ ROOT_MEMORY_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
 SESSIONS_SOURCE = "sessions"
 
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+"""File name endings (compared case-insensitively) that count as Markdown."""
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 _MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG})
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 _OPEN_FLAGS = (
@@ -46,6 +52,25 @@ class SourceFile:
     size: int
     hash: str
     source: str = "memory"
+
+
+def is_markdown_name(name: str) -> bool:
+    """True for ``.md`` and ``.markdown`` file names, in any case (``NOTES.MD``)."""
+    return name.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def text_encoding(head: bytes) -> tuple[str, int]:
+    """``(codec, BOM length)`` for a file starting with ``head``: UTF-16 or UTF-8 by its BOM."""
+    for bom, codec in _BOMS:
+        if head.startswith(bom):
+            return codec, len(bom)
+    return "utf-8", 0
+
+
+def decode_text(data: bytes) -> str:
+    """A memory file's text: BOM-detected UTF-16 or UTF-8 (bad bytes replaced), BOM dropped."""
+    codec, skip = text_encoding(data[:3])
+    return data[skip:].decode(codec, errors="replace")
 
 
 def relative_path(abs_path: Path, workspace: Path) -> str:
@@ -94,20 +119,23 @@ def _translate_os_error(exc: OSError, path: Path) -> Exception:
     return exc
 
 
-def list_memory_files(workspace: Path, extra_paths: Sequence[str] = ()) -> list[Path]:
+def list_memory_files(
+    workspace: Path, extra_paths: Sequence[str] = (), problems: list[str] | None = None
+) -> list[Path]:
     """List the Markdown memory files of ``workspace``, sorted, one entry per real file.
 
     Root ``MEMORY.md``/``memory.md``, ``memory/**/*.md`` and the extra paths (directories are
-    walked, single ``.md`` files added, missing or symlinked entries ignored). When two entries
-    are the same file, the first found is kept.
+    walked, single Markdown files added, missing or symlinked entries ignored). When two
+    entries are the same file, the first found is kept. Directories that cannot be listed
+    are appended to ``problems`` as ``"path: reason"``.
     """
     ws = Path(os.path.abspath(workspace))
     found = [ws / name for name in ROOT_MEMORY_FILES if _is_markdown_file(ws / name)]
     if _is_real_dir(ws / MEMORY_DIR):
-        found.extend(_walk_markdown(ws / MEMORY_DIR))
+        found.extend(_walk_markdown(ws / MEMORY_DIR, ws, problems))
     for extra in normalize_extra_paths(ws, extra_paths):
         if _is_real_dir(extra):
-            found.extend(_walk_markdown(extra))
+            found.extend(_walk_markdown(extra, ws, problems))
         elif _is_markdown_file(extra):
             found.append(extra)
     return sorted(_dedupe_same_file(found), key=str)
@@ -125,18 +153,24 @@ def _is_real_dir(path: Path) -> bool:
 
 
 def _is_markdown_file(path: Path) -> bool:
-    return path.name.endswith(".md") and stat.S_ISREG(_lstat_mode(path))
+    return is_markdown_name(path.name) and stat.S_ISREG(_lstat_mode(path))
 
 
-def _walk_markdown(root: Path) -> Iterator[Path]:
-    """Depth-first, name-ordered walk yielding regular ``.md`` files; symlinks are skipped."""
+def _problem(path: Path, workspace: Path, exc: OSError) -> str:
+    return f"{relative_path(path, workspace)}: {exc.strerror or type(exc).__name__}"
+
+
+def _walk_markdown(root: Path, workspace: Path, problems: list[str] | None) -> Iterator[Path]:
+    """Depth-first, name-ordered walk yielding regular Markdown files; symlinks are skipped."""
     stack = [root]
     while stack:
         directory = stack.pop()
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
-        except OSError:
+        except OSError as exc:
+            if problems is not None and exc.errno not in _MISSING_ERRNOS:
+                problems.append(_problem(directory, workspace, exc))
             continue
         subdirs: list[Path] = []
         for entry in entries:
@@ -145,7 +179,7 @@ def _walk_markdown(root: Path) -> Iterator[Path]:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED_DIR_NAMES:
                     subdirs.append(Path(entry.path))
-            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            elif is_markdown_name(entry.name) and entry.is_file(follow_symlinks=False):
                 yield Path(entry.path)
         stack.extend(reversed(subdirs))
 
@@ -191,17 +225,22 @@ def stat_source_file(
 
 
 def read_source_file(
-    abs_path: Path, workspace: Path, source: str = "memory"
+    abs_path: Path, workspace: Path, source: str = "memory", problems: list[str] | None = None
 ) -> tuple[SourceFile, str] | None:
-    """Read a discovered file: its entry (sha256 of the bytes) and its text (bad UTF-8 replaced).
+    """Read a discovered file: its entry (sha256 of the bytes) and its text (:func:`decode_text`).
 
-    Returns None if the file vanished, became a symlink or non-regular file, or is unreadable.
+    Returns None if the file vanished, became a symlink or non-regular file, or is unreadable;
+    an unreadable file (permissions, I/O error) is appended to ``problems``.
     """
     try:
         with open_regular_file(abs_path) as handle:
             info = os.fstat(handle.fileno())
             data = handle.read()
-    except (OSError, PathNotAllowedError):
+    except PathNotAllowedError:
+        return None
+    except OSError as exc:
+        if problems is not None and not isinstance(exc, FileNotFoundError):
+            problems.append(_problem(abs_path, workspace, exc))
         return None
     entry = SourceFile(
         path=_display_path(abs_path, workspace, source),
@@ -211,4 +250,4 @@ def read_source_file(
         hash=hashlib.sha256(data).hexdigest(),
         source=source,
     )
-    return entry, data.decode("utf-8", errors="replace")
+    return entry, decode_text(data)

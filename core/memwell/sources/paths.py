@@ -1,8 +1,13 @@
 """Safe ``read_file``: which paths may be read and how line slices are taken.
 
-A path is readable if it is a memory path inside the workspace or lies in a configured extra
-path, ends with ``.md``, and its real path (every symlink resolved) stays inside the real
-workspace memory area or the real extra directory. The last component must not be a symlink.
+Session transcripts (``sessions/<file>.jsonl``, the paths search returns for them) are read
+when the caller passes the sessions directory: the requested JSONL lines come back as the
+redacted ``User: …`` / ``Assistant: …`` text that was indexed, never as raw JSON.
+
+A Markdown path is readable if it is a memory path inside the workspace or lies in a configured
+extra path, is a Markdown file (``.md``/``.markdown``, any case), and its real path (every
+symlink resolved) stays inside the real workspace memory area or the real extra directory. The
+last component must not be a symlink.
 """
 
 from __future__ import annotations
@@ -19,9 +24,18 @@ from memwell.errors import PathNotAllowedError
 from memwell.models import ReadFileResult
 from memwell.sources.discovery import (
     MEMORY_DIR,
+    SESSIONS_SOURCE,
+    decode_text,
+    is_markdown_name,
     normalize_extra_paths,
     open_regular_file,
     relative_path,
+    text_encoding,
+)
+from memwell.sources.sessions import (
+    is_session_transcript,
+    parse_session_jsonl,
+    render_session_lines,
 )
 
 MAX_PATH_CHARS = 4096
@@ -89,7 +103,7 @@ def resolve_read_path(
     ws = Path(os.path.abspath(workspace))
     abs_path = os.path.normpath(os.path.join(ws, raw))
     display = relative_path(Path(abs_path), ws)
-    if not abs_path.endswith(".md"):
+    if not is_markdown_name(abs_path):
         raise _reject(f"not a Markdown file: {display}")
     real = os.path.realpath(abs_path)
     allowed = _in_workspace_memory(abs_path, real, ws) or any(
@@ -109,26 +123,72 @@ def read_memory_file(
     from_line: int | None = None,
     lines: int | None = None,
     extra_paths: Sequence[str] = (),
+    sessions_dir: Path | None = None,
 ) -> ReadFileResult:
     """Read an allowed memory file, whole or a 1-based line slice (0 or None means unset).
 
-    A missing file gives empty text; so does a slice past the end of the file. Undecodable
-    bytes are replaced. Slices stream the file line by line.
+    A missing file gives empty text (and ``missing``); so does a slice past the end of the
+    file. Undecodable bytes are replaced. Slices stream the file line by line. With
+    ``sessions_dir``, ``sessions/<transcript>`` paths read that transcript's messages.
     """
+    if sessions_dir is not None:
+        name = _session_name(rel_path)
+        if name is not None:
+            return _read_session(sessions_dir, name, from_line or None, lines or None)
     real, display = resolve_read_path(workspace, rel_path, extra_paths)
     try:
         with open_regular_file(real) as handle:
             text = _read_text(handle, from_line or None, lines or None)
     except FileNotFoundError:
-        return ReadFileResult(path=display, text="")
+        return ReadFileResult(path=display, text="", missing=True)
     return ReadFileResult(path=display, text=text)
 
 
-def _read_text(handle: BinaryIO, from_line: int | None, lines: int | None) -> str:
-    if from_line is None and lines is None:
-        return handle.read().decode("utf-8", errors="replace")
+def _session_name(rel_path: str) -> str | None:
+    """The transcript file name of a ``sessions/<name>`` path, else ``None``."""
+    raw = _validated_input(rel_path)
+    prefix, _, name = _LEADING_DOT_SLASH.sub("", raw).partition("/")
+    if prefix != SESSIONS_SOURCE or not is_session_transcript(name) or "/" in name:
+        return None
+    return name
+
+
+def _read_session(
+    sessions_dir: Path, name: str, from_line: int | None, lines: int | None
+) -> ReadFileResult:
+    display = f"{SESSIONS_SOURCE}/{name}"
+    try:
+        with open_regular_file(sessions_dir / name) as handle:
+            raw = decode_text(handle.read())
+    except FileNotFoundError:
+        return ReadFileResult(path=display, text="", missing=True)
+    return ReadFileResult(
+        path=display, text=render_session_lines(parse_session_jsonl(raw), from_line, lines)
+    )
+
+
+def _window(from_line: int | None, lines: int | None) -> tuple[int, int | None]:
+    """0-based ``(start, stop)`` of a 1-based ``from_line`` and a line count."""
     start = max(1, from_line or 1) - 1
-    stop = None if lines is None else start + max(1, lines)
+    return start, None if lines is None else start + max(1, lines)
+
+
+def slice_lines(text: str, from_line: int | None, lines: int | None) -> str:
+    """Lines ``from_line`` (1-based) on, at most ``lines`` of them, of ``text``."""
+    start, stop = _window(from_line, lines)
+    return "\n".join(text.split("\n")[start:stop])
+
+
+def _read_text(handle: BinaryIO, from_line: int | None, lines: int | None) -> str:
+    """The file's text or a line slice; UTF-8 slices stream, UTF-16 files decode whole."""
+    head = handle.read(3)
+    codec, skip = text_encoding(head)
+    whole = from_line is None and lines is None
+    if whole or codec != "utf-8":
+        text = (head + handle.read())[skip:].decode(codec, errors="replace")
+        return text if whole else slice_lines(text, from_line, lines)
+    handle.seek(skip)
+    start, stop = _window(from_line, lines)
     return "\n".join(islice(_split_lines(handle), start, stop))
 
 

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +45,13 @@ class ParsedSession:
 def is_session_transcript(name: str) -> bool:
     """True for ``*.jsonl`` and archived ``*.jsonl.reset.<ts>`` / ``*.jsonl.deleted.<ts>``."""
     return _TRANSCRIPT_NAME.fullmatch(name) is not None
+
+
+def readable_sessions_dir(
+    workspace: Path, sessions_dir: str, sources: Sequence[str]
+) -> Path | None:
+    """The transcripts directory ``read_file`` may read: only when sessions are indexed."""
+    return (workspace / sessions_dir).resolve() if "sessions" in sources else None
 
 
 def list_session_files(sessions_dir: Path) -> list[Path]:
@@ -213,6 +221,19 @@ def parse_session_jsonl(raw: str) -> ParsedSession:
             line_map.append(number)
             timestamps.append(kept[1])
     return ParsedSession("\n".join(lines), tuple(line_map), tuple(timestamps), dreaming)
+
+
+def render_session_lines(parsed: ParsedSession, from_line: int | None, lines: int | None) -> str:
+    """The indexed (redacted) text of the messages on JSONL lines ``from_line`` ..
+    ``from_line + lines - 1`` (all of them when neither is given), one message per line."""
+    first = max(1, from_line or 1)
+    last = None if lines is None else first + max(1, lines) - 1
+    content = parsed.content.split("\n") if parsed.content else []
+    return "\n".join(
+        text
+        for text, number in zip(content, parsed.line_map, strict=True)
+        if number >= first and (last is None or number <= last)
+    )
 
 
 def session_entry_hash(parsed: ParsedSession) -> str:

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 FTS_ONLY_MODEL = "fts-only"
 #: Files written per transaction (and embedded per provider round trip group).
 FILES_PER_TXN = 128
+#: A group also closes once it holds this many chunks, so progress moves per embedding batch.
+CHUNKS_PER_TXN = 64
 
 
 @dataclass
@@ -99,15 +101,28 @@ class Indexer:
                 if item.changed:
                     pending.append(item)
         total = len(pending)
-        for start in range(0, total, FILES_PER_TXN):
-            group = pending[start : start + FILES_PER_TXN]
+        total_chunks = sum(len(item.chunks) for item in pending)
+        done = chunks_done = 0
+        for group in _groups(pending):
             self._write_group(group)
+            done += len(group)
+            chunks_done += sum(len(item.chunks) for item in group)
             if progress is not None:
-                progress(SyncProgress(completed=start + len(group), total=total, label="indexing"))
+                progress(
+                    SyncProgress(
+                        completed=done,
+                        total=total,
+                        label="indexing",
+                        chunks=chunks_done,
+                        total_chunks=total_chunks,
+                    )
+                )
         self._remove_vanished(seen)
         max_entries = self.settings.cache.max_entries
         if self.settings.cache.enabled and max_entries:
             self.stats.evicted = self.store.cache_prune(max_entries)
+        for problem in self.stats.errors:
+            log.warning("memwell: could not read %s", problem)
         if total == 0 and progress is not None:
             progress(SyncProgress(completed=0, total=0, label="up to date"))
         return self.stats
@@ -115,7 +130,8 @@ class Indexer:
     # -- scanning ---------------------------------------------------------------------------
 
     def _scan_memory(self, known: dict[str, FileState], *, full: bool) -> Iterator[PendingFile]:
-        for abs_path in list_memory_files(self.workspace, self.settings.extra_paths):
+        problems = self.stats.errors
+        for abs_path in list_memory_files(self.workspace, self.settings.extra_paths, problems):
             self.stats.scanned += 1
             stat = stat_source_file(abs_path, self.workspace)
             if stat is None:
@@ -126,7 +142,7 @@ class Indexer:
                 self.stats.unchanged += 1
                 yield PendingFile(rel, "memory", old, [], changed=False)
                 continue
-            read = read_source_file(abs_path, self.workspace)
+            read = read_source_file(abs_path, self.workspace, problems=problems)
             if read is None:
                 continue
             entry, text = read
@@ -150,7 +166,7 @@ class Indexer:
                 self.stats.unchanged += 1
                 yield PendingFile(rel, "sessions", old, [], changed=False)
                 continue
-            read = read_source_file(abs_path, self.workspace, "sessions")
+            read = read_source_file(abs_path, self.workspace, "sessions", self.stats.errors)
             if read is None:
                 continue
             _, raw = read
@@ -237,6 +253,21 @@ class Indexer:
                     if path not in present:
                         self.store.delete_file(path, source)
                         self.stats.removed += 1
+
+
+def _groups(pending: Sequence[PendingFile]) -> Iterator[list[PendingFile]]:
+    """Consecutive groups of at most :data:`FILES_PER_TXN` files or about
+    :data:`CHUNKS_PER_TXN` chunks (a file is never split)."""
+    group: list[PendingFile] = []
+    chunks = 0
+    for item in pending:
+        if group and (len(group) >= FILES_PER_TXN or chunks + len(item.chunks) > CHUNKS_PER_TXN):
+            yield group
+            group, chunks = [], 0
+        group.append(item)
+        chunks += len(item.chunks)
+    if group:
+        yield group
 
 
 def scope_hash(settings: MemwellSettings, workspace: Path) -> str:

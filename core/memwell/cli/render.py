@@ -1,0 +1,83 @@
+"""Search hits for a person: provenance, line numbers and the lines that match the query."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from ..manager import MemorySearchManager
+    from ..models import MemorySearchResult
+
+MAX_LINES = 8
+"""Lines shown per hit: the matching ones, else the chunk's first lines."""
+
+
+def query_pattern(query: str) -> re.Pattern[str] | None:
+    """Matches the query's keywords as word starts (so ``deploy`` marks ``deployment``)."""
+    from ..retrieval.keywords import extract_keywords
+
+    words = sorted(extract_keywords(query), key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")\w*", re.IGNORECASE)
+
+
+def hit_lines(
+    hit: MemorySearchResult, text: str, pattern: re.Pattern[str] | None
+) -> tuple[list[tuple[int | None, str]], int]:
+    """The lines to show as ``(line number or None, text)`` and how many matches were left out.
+
+    Memory files are numbered from the hit's first line; transcript lines (one per message,
+    JSONL numbers not contiguous) are shown without numbers.
+    """
+    numbered = hit.source == "memory"
+    rows = [
+        (hit.start_line + i if numbered else None, line) for i, line in enumerate(text.split("\n"))
+    ]
+    matching = [row for row in rows if pattern is not None and pattern.search(row[1])]
+    if matching:
+        return matching[:MAX_LINES], max(0, len(matching) - MAX_LINES)
+    return [row for row in rows if row[1].strip()][:MAX_LINES], 0
+
+
+def _highlight(line: str, pattern: re.Pattern[str] | None) -> str:
+    if pattern is None:
+        return line
+    return pattern.sub(lambda m: click.style(m.group(), fg="yellow", bold=True), line)
+
+
+def _hit_text(hit: MemorySearchResult, manager: MemorySearchManager) -> str:
+    """The hit's full line range from the file (the snippet is cut at 700 characters)."""
+    if hit.source == "memory":
+        try:
+            count = hit.end_line - hit.start_line + 1
+            text = manager.read_file(hit.path, from_line=hit.start_line, lines=count).text
+        except Exception:  # the snippet is still a correct, if shorter, view of the hit
+            text = ""
+        if text:
+            return text
+    return hit.snippet
+
+
+def print_hits(
+    results: Sequence[MemorySearchResult], query: str, manager: MemorySearchManager
+) -> None:
+    """Print each hit: ``path:start-end  score``, then its matching lines, numbered."""
+    pattern = query_pattern(query)
+    color = sys.stdout.isatty()
+    for hit in results:
+        click.secho(f"{hit.path}:{hit.start_line}-{hit.end_line}  score {hit.score:.3f}", bold=True)
+        rows, left_out = hit_lines(hit, _hit_text(hit, manager), pattern)
+        width = max((len(str(n)) for n, _ in rows if n is not None), default=0)
+        for number, line in rows:
+            shown = _highlight(line, pattern) if color else line
+            prefix = f"{number:>{width}}: " if number is not None else ""
+            click.echo(f"  {prefix}{shown}", color=color)
+        if left_out:
+            click.echo(f"  ... {left_out} more matching lines")
+        click.echo()
