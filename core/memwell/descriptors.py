@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class BackendContext:
     """Everything a backend needs to build a manager.
 
-    ``plugin_config`` is the backend's own ``[backend.<name>]`` section validated by its
+    ``plugin_config`` is the backend's own ``[backends.<name>]`` section validated by its
     ``config_model`` (``None`` when it has none). ``embeddings`` selects the provider lazily.
     ``purpose="status"`` asks for a manager without watchers or timers.
     """
@@ -49,9 +49,9 @@ class SearchBackend:
     """A search backend offered by a plugin.
 
     :param name: the value of ``backend = "..."`` that selects it.
-    :param create: builds a :class:`~memwell.MemorySearchManager` from a
+    :param create: builds a :class:`~memwell.plugin.MemorySearchManager` from a
         :class:`BackendContext`; imports heavy dependencies lazily.
-    :param config_model: pydantic model for the ``[backend.<name>]`` section.
+    :param config_model: pydantic model for the ``[backends.<name>]`` section.
     :param capabilities: e.g. ``{"hybrid", "vector", "keyword", "mmr", "decay", "sessions"}``.
     :param diagnostics: optional facts for ``memwell doctor`` (versions, extensions...).
     """

@@ -43,9 +43,9 @@ def _build(
 ) -> MemorySearchManager:
     spec = registry.backends.get(name)
     if spec is None:
-        installed = ", ".join(registry.backends) or "none"
+        hint = registry.unknown_name_hint("backend", name)
         raise ConfigError(
-            f"unknown backend {name!r} in config key 'backend' (installed: {installed})",
+            f"unknown backend {name!r} in config key 'backend' ({hint})",
             key="backend",
         )
     cfg = plugin_config(spec.config_model, settings.backends.get(name), f"backends.{name}")

@@ -26,6 +26,7 @@ def plugin_rows(registry: PluginRegistry) -> list[dict[str, Any]]:
                 "provides": provides,
                 "kinds": sorted({kind for kind, _ in provides}),
                 "error": info.error,
+                "api": info.api or "undeclared",
             }
         )
     return rows
@@ -61,7 +62,8 @@ def doctor_report(registry: PluginRegistry) -> dict[str, dict[str, Any]]:
         except Exception as exc:
             report[f"backend {name}"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["plugins"] = {
-        row["name"]: row["status"] + (f" ({row['error']})" if row["error"] else "")
+        row["name"]: f"{row['status']}, API {row['api']}"
+        + (f" ({row['error']})" if row["error"] else "")
         for row in plugin_rows(registry)
     }
     keys: dict[str, Any] = {}

@@ -255,7 +255,7 @@ def plugins(as_json: bool) -> None:
         kinds = ", ".join(f"{k} {n}" for k, n in row["provides"]) or "-"
         version = f" {row['version']}" if row["version"] else ""
         dist = f"{row['distribution']}{version}" if row["distribution"] else "(registered)"
-        line = f"{row['name']:<10} {row['status']:<8} {dist:<24} {kinds}"
+        line = f"{row['name']:<10} {row['status']:<8} {dist:<24} API {row['api']:<10} {kinds}"
         if row["error"]:
             line += f"  [{row['error']}]"
         click.echo(line)

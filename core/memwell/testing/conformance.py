@@ -75,7 +75,7 @@ def write_workspace(root: Path, files: dict[str, str] = FACTS) -> Path:
 
 
 class BackendConformance:
-    """Behaviour every :class:`~memwell.MemorySearchManager` must show.
+    """Behaviour every :class:`~memwell.plugin.MemorySearchManager` must show.
 
     Supply a ``memory_factory`` fixture returning ``workspace -> manager``. The suite writes
     Markdown files, calls ``sync()``, and checks searching, provenance, safe reads, status and
@@ -179,7 +179,7 @@ class BackendConformance:
 
 
 class ProviderConformance:
-    """Behaviour every :class:`~memwell.EmbeddingProvider` must show.
+    """Behaviour every :class:`~memwell.plugin.EmbeddingProvider` must show.
 
     Supply a ``provider`` fixture. ``semantic = True`` adds a paraphrase-ranking check for
     real models (hash or fake providers leave it off).
