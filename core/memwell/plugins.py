@@ -22,7 +22,7 @@ import pluggy
 
 from . import hookspecs
 from .descriptors import EmbeddingProviderSpec, SearchBackend
-from .errors import PluginError
+from .errors import PluginApiMismatchError, PluginError
 from .plugin_api import api_mismatch, declared_api
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class PluginRegistry:
         declared = declared_api(plugin)
         mismatch = api_mismatch(declared)
         if mismatch is not None:
-            raise PluginError(f"plugin {name!r} {mismatch}", plugin=name)
+            raise PluginApiMismatchError(f"plugin {name!r} {mismatch}", plugin=name)
         try:
             self.pm.register(plugin, name=name)
             self.pm.check_pending()
@@ -119,7 +119,7 @@ class PluginRegistry:
             try:
                 self.register(ep.load(), ep.name, info=info)
             except PluginError as exc:
-                info.status = "incompatible" if "plugin API" in str(exc) else "error"
+                info.status = "incompatible" if isinstance(exc, PluginApiMismatchError) else "error"
                 info.error = str(exc)
                 self.infos[ep.name] = info
                 log.warning("memwell plugin %r not loaded: %s", ep.name, exc)
