@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from .backend import MemoryBackend, ScannedFile, SearchRequest
 from .config import MemwellSettings
 from .descriptors import (
     AgentTool,
@@ -117,6 +118,7 @@ __all__ = [
     "FtsQuery",
     "FtsStatus",
     "Matrix",
+    "MemoryBackend",
     "MemorySearchManager",
     "MemorySearchResult",
     "MemoryStatus",
@@ -132,7 +134,9 @@ __all__ = [
     "ReadFileResult",
     "RemoteEmbeddingProvider",
     "RemoteEndpoint",
+    "ScannedFile",
     "SearchBackend",
+    "SearchRequest",
     "SourceCount",
     "SyncProgress",
     "Vector",
