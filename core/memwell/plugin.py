@@ -49,11 +49,13 @@ from .plugin_api import PLUGIN_API_VERSION
 from .retrieval.candidate import Candidate
 from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown, sha256_hex
 from .retrieval.cjk import segment_for_index, segment_query_terms
-from .retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_query
+from .retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_query, keyword_boost
 from .retrieval.hybrid import clamp01
+from .retrieval.keywords import tokenize
 from .retrieval.limits import enforce_input_limit
 from .retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from .retrieval.snippets import citations_enabled, format_citation, to_results, truncate_snippet
+from .retrieval.stopwords import ALL_STOPWORDS
 from .sources.discovery import list_memory_files, read_source_file, stat_source_file
 from .sources.paths import read_memory_file
 from .sources.redact import redact
@@ -102,6 +104,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALL_STOPWORDS",
     "CHUNKER_VERSION",
     "PLUGIN_API_VERSION",
     "AgentTool",
@@ -150,6 +153,7 @@ __all__ = [
     "format_citation",
     "fuse_hybrid",
     "hookimpl",
+    "keyword_boost",
     "keyword_floor",
     "list_memory_files",
     "list_session_files",
@@ -166,5 +170,6 @@ __all__ = [
     "sha256_hex",
     "stat_source_file",
     "to_results",
+    "tokenize",
     "truncate_snippet",
 ]

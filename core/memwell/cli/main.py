@@ -310,4 +310,4 @@ def main(argv: Sequence[str] | None = None) -> None:
         close_all()
 
 
-from . import eval_command, mcp_command  # noqa: E402, F401  (register subcommands)
+from . import eval_command, mcp_command, plugin_command  # noqa: E402, F401  (register subcommands)
