@@ -44,6 +44,14 @@ class ProviderContext:
     plugin_config: BaseModel | None = None
 
 
+KNOWN_CAPABILITIES = frozenset(
+    {"keyword", "vector", "hybrid", "mmr", "decay", "sessions", "remote", "memories"}
+)
+"""What a backend may declare: keyword and vector search, their fusion, MMR, temporal decay,
+indexing of session transcripts (``sources = ["sessions"]``), an index shared over the network
+(``remote``), and a store of conversational memories besides the Markdown (``memories``)."""
+
+
 @dataclass(frozen=True)
 class SearchBackend:
     """A search backend offered by a plugin.
@@ -52,7 +60,10 @@ class SearchBackend:
     :param create: builds a :class:`~memwell.plugin.MemorySearchManager` from a
         :class:`BackendContext`; imports heavy dependencies lazily.
     :param config_model: pydantic model for the ``[backends.<name>]`` section.
-    :param capabilities: e.g. ``{"hybrid", "vector", "keyword", "mmr", "decay", "sessions"}``.
+    :param capabilities: names from :data:`KNOWN_CAPABILITIES`; ``memwell plugins`` shows them
+        and ``open_memory`` warns when the settings ask for one the backend lacks (for example
+        ``sources = ["sessions"]`` on a backend without ``"sessions"``). An unknown name is an
+        error that disables the plugin's registration.
     :param diagnostics: optional facts for ``memwell doctor`` (versions, extensions...).
     """
 
@@ -62,6 +73,14 @@ class SearchBackend:
     config_model: type[BaseModel] | None = None
     capabilities: frozenset[str] = field(default_factory=frozenset)
     diagnostics: Callable[[], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.capabilities) - KNOWN_CAPABILITIES)
+        if unknown:
+            raise ValueError(
+                f"backend {self.name!r} declares unknown capabilities {unknown}; "
+                f"known: {sorted(KNOWN_CAPABILITIES)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -301,3 +301,36 @@ def test_get_registry_is_a_lazy_singleton(monkeypatch: pytest.MonkeyPatch) -> No
     custom = PluginRegistry(load_entry_points=False)
     plugins_mod.set_registry(custom)
     assert plugins_mod.get_registry() is custom
+
+
+def test_unknown_capability_disables_the_registration(reg: PluginRegistry) -> None:
+    @hookimpl
+    def memwell_search_backends() -> Iterator[SearchBackend]:
+        yield SearchBackend(name="odd", create=_never, capabilities=frozenset({"telepathy"}))
+
+    reg.register(SimpleNamespace(memwell_search_backends=memwell_search_backends), "odd-plugin")
+    reg.register(backend_plugin("fine"), "fine-plugin")
+    assert list(reg.backends) == ["fine"]
+    info = reg.infos["odd-plugin"]
+    assert info.status == "error" and info.error is not None and "telepathy" in info.error
+
+
+def test_sessions_source_on_a_backend_without_it_is_said(
+    reg: PluginRegistry, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memwell.config import load_settings
+    from memwell.factory import create_backend
+
+    built: list[object] = []
+
+    @hookimpl
+    def memwell_search_backends() -> Iterator[SearchBackend]:
+        yield SearchBackend(name="plain", create=built.append, capabilities=frozenset({"keyword"}))
+
+    reg.register(SimpleNamespace(memwell_search_backends=memwell_search_backends), "plain")
+    settings = load_settings(
+        tmp_path, overrides={"backend": "plain", "sources": ["memory", "sessions"]}, registry=reg
+    )
+    with caplog.at_level(logging.WARNING, logger="memwell.factory"):
+        create_backend("plain", settings, reg, tmp_path)
+    assert built and "does not index sessions" in caplog.text

@@ -23,7 +23,7 @@ from ..factory import open_memory, resolve_workspace
 from ..manager import MemorySearchManager
 from ..models import MemoryStatus, SyncProgress
 from ..plugins import get_registry
-from .diagnostics import doctor_report, plugin_rows
+from .diagnostics import FAILED, doctor_report, plugin_rows, report_failed, workspace_report
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -252,7 +252,14 @@ def plugins(as_json: bool) -> None:
         _emit_json(rows)
         return
     for row in rows:
-        kinds = ", ".join(f"{k} {n}" for k, n in row["provides"]) or "-"
+        kinds = (
+            ", ".join(
+                f"{k} {n}"
+                + (f" [{', '.join(row['capabilities'][n])}]" if n in row["capabilities"] else "")
+                for k, n in row["provides"]
+            )
+            or "-"
+        )
         version = f" {row['version']}" if row["version"] else ""
         dist = f"{row['distribution']}{version}" if row["distribution"] else "(registered)"
         line = f"{row['name']:<10} {row['status']:<8} {dist:<24} API {row['api']:<10} {kinds}"
@@ -263,16 +270,30 @@ def plugins(as_json: bool) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def doctor(as_json: bool) -> None:
-    """Check SQLite, FTS5, sqlite-vec, plugins and provider keys."""
-    report = doctor_report(get_registry())
+@pass_ctx
+def doctor(ctx: Context, as_json: bool) -> None:
+    """Check SQLite, plugins and keys, then the workspace's own backend and provider.
+
+    Exits 1 when a check fails.
+    """
+    registry = get_registry()
+    report = doctor_report(registry)
+    try:
+        workspace = ctx.workspace
+        settings = ctx.settings(sync={"watch": False, "on_search": False})
+    except MemwellError as exc:
+        report["workspace"] = {"config": f"{FAILED}{exc}"}
+    else:
+        report["workspace"] = workspace_report(workspace, settings, registry)
     if as_json:
         _emit_json(report)
-        return
-    for section, items in report.items():
-        click.secho(section, bold=True)
-        for key, value in items.items():
-            click.echo(f"  {key:<22} {value}")
+    else:
+        for section, items in report.items():
+            click.secho(section, bold=True)
+            for key, value in items.items():
+                click.echo(f"  {key:<22} {value}")
+    if report_failed(report):
+        sys.exit(1)
 
 
 def _register_plugin_commands() -> None:
