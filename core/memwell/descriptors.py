@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class BackendContext:
     """Everything a backend needs to build a manager.
 
-    ``plugin_config`` is the backend's own ``[backend.<name>]`` section validated by its
+    ``plugin_config`` is the backend's own ``[backends.<name>]`` section validated by its
     ``config_model`` (``None`` when it has none). ``embeddings`` selects the provider lazily.
     ``purpose="status"`` asks for a manager without watchers or timers.
     """
@@ -45,15 +45,26 @@ class ProviderContext:
     plugin_config: BaseModel | None = None
 
 
+KNOWN_CAPABILITIES = frozenset(
+    {"keyword", "vector", "hybrid", "mmr", "decay", "sessions", "remote", "memories"}
+)
+"""What a backend may declare: keyword and vector search, their fusion, MMR, temporal decay,
+indexing of session transcripts (``sources = ["sessions"]``), an index shared over the network
+(``remote``), and a store of conversational memories besides the Markdown (``memories``)."""
+
+
 @dataclass(frozen=True)
 class SearchBackend:
     """A search backend offered by a plugin.
 
     :param name: the value of ``backend = "..."`` that selects it.
-    :param create: builds a :class:`~memwell.MemorySearchManager` from a
+    :param create: builds a :class:`~memwell.plugin.MemorySearchManager` from a
         :class:`BackendContext`; imports heavy dependencies lazily.
-    :param config_model: pydantic model for the ``[backend.<name>]`` section.
-    :param capabilities: e.g. ``{"hybrid", "vector", "keyword", "mmr", "decay", "sessions"}``.
+    :param config_model: pydantic model for the ``[backends.<name>]`` section.
+    :param capabilities: names from :data:`KNOWN_CAPABILITIES`; ``memwell plugins`` shows them
+        and ``open_memory`` warns when the settings ask for one the backend lacks (for example
+        ``sources = ["sessions"]`` on a backend without ``"sessions"``). An unknown name is an
+        error that disables the plugin's registration.
     :param diagnostics: optional facts for ``memwell doctor`` (versions, extensions...).
     """
 
@@ -63,6 +74,14 @@ class SearchBackend:
     config_model: type[BaseModel] | None = None
     capabilities: frozenset[str] = field(default_factory=frozenset)
     diagnostics: Callable[[], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.capabilities) - KNOWN_CAPABILITIES)
+        if unknown:
+            raise ValueError(
+                f"backend {self.name!r} declares unknown capabilities {unknown}; "
+                f"known: {sorted(KNOWN_CAPABILITIES)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -84,9 +84,9 @@ def _create(
 def _lookup(registry: PluginRegistry, name: str, key: str) -> EmbeddingProviderSpec:
     spec = registry.providers.get(name)
     if spec is None:
-        installed = ", ".join(registry.providers) or "none"
+        hint = registry.unknown_name_hint("provider", name)
         raise ConfigError(
-            f"unknown embedding provider {name!r} in config key {key!r} (installed: {installed})",
+            f"unknown embedding provider {name!r} in config key {key!r} ({hint})",
             key=key,
         )
     return spec

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+_warned: set[str] = set()
 
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
@@ -50,17 +54,34 @@ class EmbeddingProvider(Protocol):
         """Embed documents, one vector per text, in order."""
         ...
 
+    def cache_key_data(self) -> dict[str, Any]:
+        """JSON data naming the vector space: the provider, the model, and every setting that
+        changes the vectors (dimensions, base URL, task type...), never a secret.
+
+        memwell stores its hash with the index and re-embeds when it changes, so vectors of
+        two spaces are never compared.
+        """
+        ...
+
 
 def cache_key_data(provider: EmbeddingProvider) -> dict[str, Any]:
-    """Data identifying the vector space of ``provider`` (base URL, model, headers...).
+    """Data identifying the vector space of ``provider`` (its ``cache_key_data()``).
 
-    Providers may define ``cache_key_data()``; otherwise ``{provider, model}`` is used.
+    A provider written before the method joined the protocol gets ``{provider, model}``, with a
+    warning: settings that change its vectors would then go unnoticed.
     """
     method = getattr(provider, "cache_key_data", None)
     if callable(method):
         data = method()
         if isinstance(data, dict):
             return data
+    if provider.id not in _warned:
+        _warned.add(provider.id)
+        log.warning(
+            "embedding provider %r has no cache_key_data(); its index identity is only its "
+            "id and model, so a setting that changes its vectors will not trigger a re-embed",
+            provider.id,
+        )
     return {"provider": provider.id, "model": provider.model}
 
 

@@ -27,6 +27,10 @@ class PluginError(MemwellError):
         self.plugin = plugin
 
 
+class PluginApiMismatchError(PluginError):
+    """A plugin declares a plugin API range that excludes this memwell's version."""
+
+
 class ProviderError(MemwellError):
     """An embedding provider failed.
 

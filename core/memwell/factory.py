@@ -35,19 +35,27 @@ def resolve_workspace(workspace: str | os.PathLike[str] | None) -> Path:
     return path
 
 
-def _build(
+def create_backend(
     name: str,
     settings: MemwellSettings,
     registry: PluginRegistry,
     workspace: Path,
-    purpose: Literal["default", "status"],
+    purpose: Literal["default", "status"] = "default",
 ) -> MemorySearchManager:
+    """Build backend ``name`` directly: no fallback, no cache (``memwell doctor`` uses it)."""
     spec = registry.backends.get(name)
     if spec is None:
-        installed = ", ".join(registry.backends) or "none"
+        hint = registry.unknown_name_hint("backend", name)
         raise ConfigError(
-            f"unknown backend {name!r} in config key 'backend' (installed: {installed})",
+            f"unknown backend {name!r} in config key 'backend' ({hint})",
             key="backend",
+        )
+    missing = sorted({s for s in settings.sources if s == "sessions"} - spec.capabilities)
+    if missing and spec.capabilities:
+        log.warning(
+            "backend %r does not index %s: config key 'sources' asks for it, it is ignored",
+            name,
+            ", ".join(missing),
         )
     cfg = plugin_config(spec.config_model, settings.backends.get(name), f"backends.{name}")
     return spec.create(backend_context(workspace, settings, registry, cfg, purpose))
@@ -125,11 +133,11 @@ def _open(
     cache_key: tuple[str, str, int] | None = None,
 ) -> MemorySearchManager:
     if settings.backend == BUILTIN_BACKEND:
-        return _build(BUILTIN_BACKEND, settings, reg, ws, purpose)
+        return create_backend(BUILTIN_BACKEND, settings, reg, ws, purpose)
     primary: MemorySearchManager | None = None
     error: BaseException | None = None
     try:
-        primary = _build(settings.backend, settings, reg, ws, purpose)
+        primary = create_backend(settings.backend, settings, reg, ws, purpose)
     except (ConfigError, ProviderError):
         raise  # not the backend's fault: the builtin backend would fail the same way
     except Exception as exc:
@@ -146,7 +154,7 @@ def _open(
 
     return FallbackMemoryManager(
         primary,
-        lambda: _build(BUILTIN_BACKEND, settings, reg, ws, purpose),
+        lambda: create_backend(BUILTIN_BACKEND, settings, reg, ws, purpose),
         primary_name=settings.backend,
         primary_error=error,
         on_switch=evict,

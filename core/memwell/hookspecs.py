@@ -1,6 +1,6 @@
 """Hook specifications for memwell plugins.
 
-Plugins implement these with the :data:`hookimpl` marker (``from memwell import hookimpl``)
+Plugins implement these with the :data:`hookimpl` marker (``from memwell.plugin import hookimpl``)
 and register through an entry point in the ``memwell`` group::
 
     [project.entry-points.memwell]
@@ -44,7 +44,7 @@ def memwell_search_backends() -> Iterable[SearchBackend]:
     name, so searches never go through the hook machinery. Two plugins returning the same
     name is an error naming both.
 
-    :returns: an iterable of :class:`memwell.SearchBackend` descriptors.
+    :returns: an iterable of :class:`memwell.plugin.SearchBackend` descriptors.
 
     Example::
 
@@ -64,7 +64,7 @@ def memwell_embedding_providers() -> Iterable[EmbeddingProviderSpec]:
     Called once when the registry is built. A provider with ``auto_priority`` set takes part
     in ``provider = "auto"`` selection, lowest priority first.
 
-    :returns: an iterable of :class:`memwell.EmbeddingProviderSpec` descriptors.
+    :returns: an iterable of :class:`memwell.plugin.EmbeddingProviderSpec` descriptors.
 
     Example::
 

@@ -93,7 +93,7 @@ class BaseMemoryManager:
     def close(self) -> None:
         """Release resources; idempotent. The default does nothing."""
 
-    async def asearch(
+    async def async_search(
         self,
         query: str,
         *,
@@ -112,13 +112,13 @@ class BaseMemoryManager:
             sources=sources,
         )
 
-    async def aread_file(
+    async def async_read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
     ) -> ReadFileResult:
         """Async :meth:`read_file`."""
         return await asyncio.to_thread(self.read_file, rel_path, from_line=from_line, lines=lines)
 
-    async def astatus(self) -> MemoryStatus:
+    async def async_status(self) -> MemoryStatus:
         """Async :meth:`status`."""
         return await asyncio.to_thread(self.status)
 
@@ -132,7 +132,7 @@ class BaseMemoryManager:
         """Async :meth:`sync`."""
         await asyncio.to_thread(self.sync, reason=reason, force=force, progress=progress)
 
-    async def aclose(self) -> None:
+    async def async_close(self) -> None:
         """Async :meth:`close`."""
         await asyncio.to_thread(self.close)
 

@@ -3,7 +3,9 @@
 Entry points in the ``memwell`` group are loaded once, lazily, on the first call to
 :func:`get_registry`. ``MEMWELL_LOAD_PLUGINS`` (comma-separated entry-point names) restricts
 which ones load; set it to an empty string to load none. A plugin that fails to import is
-reported in :attr:`PluginRegistry.infos` and skipped.
+reported in :attr:`PluginRegistry.infos` and skipped, and so is one whose declared plugin API
+range (:mod:`memwell.plugin_api`) excludes this memwell. Two plugins that register the same
+backend name or provider id both lose that name, and both are reported; everything else works.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pluggy
 
 from . import hookspecs
 from .descriptors import EmbeddingProviderSpec, SearchBackend, TextGeneratorSpec
-from .errors import PluginError
+from .errors import PluginApiMismatchError, PluginError
+from .plugin_api import api_mismatch, declared_api
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +40,9 @@ class PluginInfo:
     name: str
     distribution: str | None = None
     version: str | None = None
-    status: str = "loaded"  # loaded | error | blocked
+    status: str = "loaded"  # loaded | error | blocked | incompatible | conflict
     error: str | None = None
+    api: str | None = None  # the plugin API range it declares (None: undeclared)
     backends: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
     text_generators: list[str] = field(default_factory=list)
@@ -72,6 +76,8 @@ class PluginRegistry:
         self.pm = pluggy.PluginManager("memwell")
         self.pm.add_hookspecs(hookspecs)
         self.infos: dict[str, PluginInfo] = {}
+        self.conflicts: dict[tuple[str, str], str] = {}
+        """``(kind, name)`` -> why that name is disabled (two plugins register it)."""
         self._backends: dict[str, SearchBackend] | None = None
         self._providers: dict[str, EmbeddingProviderSpec] | None = None
         self._text_generators: dict[str, TextGeneratorSpec] | None = None
@@ -80,7 +86,14 @@ class PluginRegistry:
             self._load_entry_points()
 
     def register(self, plugin: object, name: str, *, info: PluginInfo | None = None) -> None:
-        """Register a plugin module or object under ``name``; invalidates the resolved dicts."""
+        """Register a plugin module or object under ``name``; invalidates the resolved dicts.
+
+        A plugin whose declared API range excludes this memwell raises :class:`PluginError`.
+        """
+        declared = declared_api(plugin)
+        mismatch = api_mismatch(declared)
+        if mismatch is not None:
+            raise PluginApiMismatchError(f"plugin {name!r} {mismatch}", plugin=name)
         try:
             self.pm.register(plugin, name=name)
             self.pm.check_pending()
@@ -89,6 +102,7 @@ class PluginRegistry:
                 self.pm.unregister(plugin)
             raise PluginError(f"plugin {name!r} is invalid: {exc}", plugin=name) from exc
         self.infos[name] = info or PluginInfo(name=name)
+        self.infos[name].api = declared
         self._backends = self._providers = self._text_generators = None
 
     def unregister(self, name: str) -> None:
@@ -115,6 +129,11 @@ class PluginRegistry:
                 continue
             try:
                 self.register(ep.load(), ep.name, info=info)
+            except PluginError as exc:
+                info.status = "incompatible" if isinstance(exc, PluginApiMismatchError) else "error"
+                info.error = str(exc)
+                self.infos[ep.name] = info
+                log.warning("memwell plugin %r not loaded: %s", ep.name, exc)
             except Exception as exc:  # a broken plugin never takes the host down
                 info.status = "error"
                 info.error = f"{type(exc).__name__}: {exc}"
@@ -125,7 +144,7 @@ class PluginRegistry:
         self, hook: pluggy.HookCaller, key: Callable[[_D], str], kind: str
     ) -> dict[str, _D]:
         found: dict[str, _D] = {}
-        owners: dict[str, str] = {}
+        owners: dict[str, list[str]] = {}
         for impl in hook.get_hookimpls():
             owner = impl.plugin_name
             try:
@@ -135,17 +154,31 @@ class PluginRegistry:
                 continue
             for item in items:
                 name = key(item)
-                if name in found:
-                    raise PluginError(
-                        f"duplicate {kind} {name!r}: provided by plugin {owners[name]!r} "
-                        f"and by plugin {owner!r}",
-                        plugin=owner,
-                    )
-                found[name] = item
-                owners[name] = owner
-                info = self.infos.setdefault(owner, PluginInfo(name=owner))
-                info.names(kind).append(name)
+                owners.setdefault(name, []).append(owner)
+                found.setdefault(name, item)
+        for name, names_owners in owners.items():
+            if len(names_owners) > 1:
+                del found[name]
+                self._mark_conflict(kind, name, names_owners)
+                continue
+            info = self.infos.setdefault(names_owners[0], PluginInfo(name=names_owners[0]))
+            info.names(kind).append(name)
         return dict(sorted(found.items()))
+
+    def _mark_conflict(self, kind: str, name: str, plugins: list[str]) -> None:
+        listed = " and ".join(repr(p) for p in plugins)
+        keep = ",".join(p for p in self.infos if p not in plugins[1:])
+        error = (
+            f"{kind} {name!r} is registered by plugins {listed}; both are disabled. Uninstall "
+            f"one, or load only the one you want with {ALLOW_LIST_ENV} (e.g. "
+            f"{ALLOW_LIST_ENV}={keep})"
+        )
+        self.conflicts[(kind, name)] = error
+        for plugin in plugins:
+            info = self.infos.setdefault(plugin, PluginInfo(name=plugin))
+            info.status = "conflict"
+            info.error = error
+        log.warning("memwell: %s", error)
 
     def _mark_error(self, plugin: str, error: str) -> None:
         info = self.infos.setdefault(plugin, PluginInfo(name=plugin))
@@ -187,6 +220,8 @@ class PluginRegistry:
             return self._text_generators
 
     def _reset_names(self, kind: str) -> None:
+        for conflict in [c for c in self.conflicts if c[0] == kind]:
+            del self.conflicts[conflict]
         for info in self.infos.values():
             info.names(kind).clear()
 
@@ -215,6 +250,14 @@ class PluginRegistry:
                     exc,
                 )
         return results
+
+    def unknown_name_hint(self, kind: str, name: str) -> str:
+        """Why ``name`` is not available: disabled by a conflict, or what is installed."""
+        conflict = self.conflicts.get((kind, name))
+        if conflict is not None:
+            return conflict
+        names = self.backends if kind == "backend" else self.providers
+        return f"installed: {', '.join(names) or 'none'}"
 
     def plugin_names(self) -> Iterable[str]:
         return self.infos.keys()

@@ -211,15 +211,36 @@ def test_plugins_json_lists_builtin(tmp_path: Path) -> None:
 
 
 def test_doctor_reports_sqlite_and_fts5(tmp_path: Path) -> None:
-    proc = run(["doctor"], tmp_path)
+    proc = run(["--provider", "none", "doctor"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert sqlite3.sqlite_version in proc.stdout
     assert "fts5" in proc.stdout
     assert "builtin" in proc.stdout
-    report = json.loads(run(["doctor", "--json"], tmp_path).stdout)
+    report = json.loads(run(["--provider", "none", "doctor", "--json"], tmp_path).stdout)
     assert report["python"]["stdlib sqlite3"] == sqlite3.sqlite_version
     assert report["python"]["stdlib fts5"] == "yes"
-    assert report["plugins"]["builtin"] == "loaded"
+    assert report["plugins"]["builtin"].startswith("loaded, API ")
+    workspace = report["workspace"]
+    assert workspace["backend"].startswith("builtin: ok")
+    assert workspace["probe search"].startswith("ok")
+    assert workspace["probe embedding"] == "skipped (keyword-only mode)"
+    assert not (tmp_path / ".memwell").exists()  # doctor indexes nothing
+
+
+def test_doctor_reports_a_failing_backend_and_provider(tmp_path: Path) -> None:
+    proc = run(["--backend", "nosuch", "doctor"], tmp_path)
+    assert proc.returncode == 1
+    assert "FAILED: ConfigError: unknown backend 'nosuch'" in proc.stdout
+    report = json.loads(run(["--provider", "openai", "doctor", "--json"], tmp_path).stdout)
+    steps = report["workspace"]
+    assert steps["backend"].startswith("builtin: ok")
+    assert steps["provider"].startswith("FAILED: openai") and "OPENAI_API_KEY" in steps["provider"]
+    assert steps["probe embedding"].startswith("FAILED")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "memwell.toml").write_text("backend = 3\n")
+    proc = run(["-w", str(bad), "doctor"], tmp_path)
+    assert proc.returncode == 1 and "config" in proc.stdout and "FAILED" in proc.stdout
     assert "sqlite_version" in report["backend builtin"]
 
 

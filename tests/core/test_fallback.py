@@ -317,7 +317,7 @@ def test_concurrent_calls_after_failure_build_fallback_once() -> None:
 
 
 async def _async_search(mgr: FallbackMemoryManager) -> list[MemorySearchResult]:
-    return await mgr.asearch("async", max_results=2)
+    return await mgr.async_search("async", max_results=2)
 
 
 def test_async_wrapper_uses_the_same_switching() -> None:

@@ -96,24 +96,79 @@ def test_register_and_unregister_invalidate(reg: PluginRegistry) -> None:
     assert "pa" not in reg.infos
 
 
-def test_duplicate_backend_names_both_plugins(reg: PluginRegistry) -> None:
-    reg.register(backend_plugin("same"), "first-plugin")
+def test_duplicate_backend_name_disables_it_in_both_and_reports_both(
+    reg: PluginRegistry,
+) -> None:
+    reg.register(backend_plugin("same", "own-a"), "first-plugin")
     reg.register(backend_plugin("same"), "second-plugin")
-    with pytest.raises(PluginError) as info:
-        _ = reg.backends
-    message = str(info.value)
-    assert "'same'" in message
-    assert "first-plugin" in message and "second-plugin" in message
-    with pytest.raises(PluginError):  # stays an error, never silently half-resolved
-        _ = reg.backends
+    reg.register(backend_plugin("other"), "bystander")
+    assert list(reg.backends) == ["other", "own-a"]  # everything else still works
+    for plugin in ("first-plugin", "second-plugin"):
+        info = reg.infos[plugin]
+        assert info.status == "conflict"
+        assert info.error is not None and "'same'" in info.error
+        assert "first-plugin" in info.error and "second-plugin" in info.error
+        assert ALLOW_LIST_ENV in info.error
+    assert reg.infos["bystander"].status == "loaded"
+    assert reg.infos["first-plugin"].backends == ["own-a"]
+    hint = reg.unknown_name_hint("backend", "same")
+    assert "both are disabled" in hint and ALLOW_LIST_ENV in hint
+    reg.unregister("second-plugin")  # resolving again after the conflict is gone
+    assert "same" in reg.backends and not reg.conflicts
 
 
 def test_duplicate_provider_ids_both_plugins(reg: PluginRegistry) -> None:
     reg.register(provider_plugin("dup"), "p-one")
     reg.register(provider_plugin("dup"), "p-two")
-    with pytest.raises(PluginError) as info:
-        _ = reg.providers
-    assert "p-one" in str(info.value) and "p-two" in str(info.value)
+    assert reg.providers == {}
+    assert reg.infos["p-one"].status == reg.infos["p-two"].status == "conflict"
+    assert "p-one" in reg.unknown_name_hint("provider", "dup")
+
+
+def test_selecting_a_conflicting_backend_names_the_conflict(
+    reg: PluginRegistry, tmp_path: Any
+) -> None:
+    from memwell.config import load_settings
+    from memwell.errors import ConfigError
+    from memwell.factory import open_memory
+
+    reg.register(backend_plugin("same"), "first-plugin")
+    reg.register(backend_plugin("same"), "second-plugin")
+    settings = load_settings(tmp_path, overrides={"backend": "same"}, registry=reg)
+    with pytest.raises(
+        ConfigError, match="registered by plugins 'first-plugin' and 'second-plugin'"
+    ):
+        open_memory(tmp_path, settings=settings, registry=reg)
+
+
+@pytest.mark.parametrize(
+    ("declared", "loads"),
+    [(">=1.0,<2", True), ("~=1.0", True), (">=2", False), ("<1.0", False), ("nonsense", False)],
+)
+def test_declared_api_range_is_checked(reg: PluginRegistry, declared: str, loads: bool) -> None:
+    plugin = backend_plugin("ranged")
+    plugin.MEMWELL_PLUGIN_API = declared
+    if loads:
+        reg.register(plugin, "ranged-plugin")
+        assert reg.infos["ranged-plugin"].api == declared
+        assert "ranged" in reg.backends
+    else:
+        with pytest.raises(PluginError, match=r"MEMWELL_PLUGIN_API|plugin API"):
+            reg.register(plugin, "ranged-plugin")
+        assert "ranged" not in reg.backends
+
+
+def test_incompatible_entry_point_is_reported_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = backend_plugin("future")
+    plugin.MEMWELL_PLUGIN_API = ">=9"
+    ep = SimpleNamespace(name="future-plugin", load=lambda: plugin, dist=None)
+    monkeypatch.setattr(plugins_mod.metadata, "entry_points", lambda group: [ep])
+    monkeypatch.delenv(ALLOW_LIST_ENV, raising=False)
+    reg = PluginRegistry()
+    info = reg.infos["future-plugin"]
+    assert info.status == "incompatible"
+    assert info.error is not None and ">=9" in info.error and "1.0" in info.error
+    assert reg.backends == {}
 
 
 def test_raising_hook_is_marked_error_and_skipped(
@@ -246,3 +301,36 @@ def test_get_registry_is_a_lazy_singleton(monkeypatch: pytest.MonkeyPatch) -> No
     custom = PluginRegistry(load_entry_points=False)
     plugins_mod.set_registry(custom)
     assert plugins_mod.get_registry() is custom
+
+
+def test_unknown_capability_disables_the_registration(reg: PluginRegistry) -> None:
+    @hookimpl
+    def memwell_search_backends() -> Iterator[SearchBackend]:
+        yield SearchBackend(name="odd", create=_never, capabilities=frozenset({"telepathy"}))
+
+    reg.register(SimpleNamespace(memwell_search_backends=memwell_search_backends), "odd-plugin")
+    reg.register(backend_plugin("fine"), "fine-plugin")
+    assert list(reg.backends) == ["fine"]
+    info = reg.infos["odd-plugin"]
+    assert info.status == "error" and info.error is not None and "telepathy" in info.error
+
+
+def test_sessions_source_on_a_backend_without_it_is_said(
+    reg: PluginRegistry, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memwell.config import load_settings
+    from memwell.factory import create_backend
+
+    built: list[object] = []
+
+    @hookimpl
+    def memwell_search_backends() -> Iterator[SearchBackend]:
+        yield SearchBackend(name="plain", create=built.append, capabilities=frozenset({"keyword"}))
+
+    reg.register(SimpleNamespace(memwell_search_backends=memwell_search_backends), "plain")
+    settings = load_settings(
+        tmp_path, overrides={"backend": "plain", "sources": ["memory", "sessions"]}, registry=reg
+    )
+    with caplog.at_level(logging.WARNING, logger="memwell.factory"):
+        create_backend("plain", settings, reg, tmp_path)
+    assert built and "does not index sessions" in caplog.text

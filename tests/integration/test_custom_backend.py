@@ -14,15 +14,12 @@ from typing import Any
 import memwell_jsonfile.plugin as jsonfile_plugin
 import memwell_sqlite.plugin as builtin_plugin
 import pytest
-from memwell.config import load_settings
-from memwell.descriptors import BackendContext
-from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.errors import ConfigError
 from memwell.factory import close_all, open_memory
 from memwell.fallback import FallbackMemoryManager
 from memwell.manager import MemorySearchManager
 from memwell.plugins import PluginRegistry
-from memwell.testing import hash_provider_plugin
+from memwell.testing import backend_factory, isolated_registry
 from memwell.testing.conformance import BackendConformance, write_workspace
 from memwell.testing.write_conformance import WriterConformance
 from memwell_jsonfile.manager import JsonFileManager
@@ -31,32 +28,11 @@ MEMWELL = Path(sys.executable).with_name("memwell")
 
 
 def _registry() -> PluginRegistry:
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(builtin_plugin, "builtin")
-    registry.register(jsonfile_plugin, "jsonfile")
-    registry.register(hash_provider_plugin(), "hash")
-    return registry
+    return isolated_registry({"builtin": builtin_plugin, "jsonfile": jsonfile_plugin})
 
 
 def _factory(tmp_path: Path, **overrides: Any) -> Callable[[Path], MemorySearchManager]:
-    def make(workspace: Path) -> MemorySearchManager:
-        registry = _registry()
-        settings = load_settings(
-            workspace,
-            overrides={"backend": "jsonfile", **overrides},
-            environ={},
-            user_config=tmp_path / "no-user-config.toml",
-            registry=registry,
-        )
-        ctx = BackendContext(
-            workspace=workspace,
-            settings=settings,
-            embeddings=EmbeddingRuntime(settings, registry, workspace),
-            registry=registry,
-        )
-        return registry.backends["jsonfile"].create(ctx)
-
-    return make
+    return backend_factory({"jsonfile": jsonfile_plugin}, "jsonfile", home=tmp_path, **overrides)
 
 
 class TestJsonFileKeywordOnly(BackendConformance):

@@ -5,9 +5,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Any
 
+from ..config import MemwellSettings
+from ..factory import create_backend
 from ..plugins import PluginRegistry
+
+PROBE_QUERY = "memwell doctor probe"
+FAILED = "FAILED: "
 
 
 def plugin_rows(registry: PluginRegistry) -> list[dict[str, Any]]:
@@ -27,6 +33,12 @@ def plugin_rows(registry: PluginRegistry) -> list[dict[str, Any]]:
                 "provides": provides,
                 "kinds": sorted({kind for kind, _ in provides}),
                 "error": info.error,
+                "api": info.api or "undeclared",
+                "capabilities": {
+                    name: sorted(registry.backends[name].capabilities)
+                    for name in info.backends
+                    if name in registry.backends
+                },
             }
         )
     return rows
@@ -62,7 +74,8 @@ def doctor_report(registry: PluginRegistry) -> dict[str, dict[str, Any]]:
         except Exception as exc:
             report[f"backend {name}"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["plugins"] = {
-        row["name"]: row["status"] + (f" ({row['error']})" if row["error"] else "")
+        row["name"]: f"{row['status']}, API {row['api']}"
+        + (f" ({row['error']})" if row["error"] else "")
         for row in plugin_rows(registry)
     }
     keys: dict[str, Any] = {}
@@ -76,3 +89,60 @@ def doctor_report(registry: PluginRegistry) -> dict[str, dict[str, Any]]:
             keys[pid] = f"key missing (set {' or '.join(spec.key_env) or 'remote.api_key'})"
     report["providers"] = keys
     return report
+
+
+def _failed(exc: BaseException) -> str:
+    return f"{FAILED}{type(exc).__name__}: {exc}"
+
+
+def workspace_report(
+    workspace: Path, settings: MemwellSettings, registry: PluginRegistry
+) -> dict[str, str]:
+    """Open the workspace's configured backend and provider, probe them, run a probe search.
+
+    The backend is built directly, without the fallback that ``open_memory`` adds, so its own
+    failure is reported; a failed step's value starts with ``FAILED:``. Nothing is indexed.
+    """
+    steps = {"workspace": str(workspace), "backend": settings.backend}
+    try:
+        manager = create_backend(settings.backend, settings, registry, workspace, "status")
+    except Exception as exc:
+        steps["backend"] = f"{settings.backend}: {_failed(exc)}"
+        return steps
+    try:
+        status = manager.status()
+        steps["backend"] = (
+            f"{status.backend}: ok ({status.files} files, {status.chunks} chunks indexed)"
+        )
+        provider = f"{status.provider} (requested {settings.provider}, mode {status.search_mode})"
+        if status.provider_unavailable_reason:
+            provider += f": {status.provider_unavailable_reason}"
+        keyword_only = status.search_mode == "fts-only"
+        if status.search_mode == "disabled":
+            provider = FAILED + provider
+        steps["provider"] = provider
+        for name, probe in (
+            ("embedding", manager.probe_embedding),
+            ("vector", manager.probe_vector),
+        ):
+            if keyword_only:
+                steps[f"probe {name}"] = "skipped (keyword-only mode)"
+                continue
+            result = probe()
+            steps[f"probe {name}"] = "ok" if result.ok else f"{FAILED}{result.error}"
+        hits = manager.search(PROBE_QUERY, max_results=1, min_score=0.0)
+        steps["probe search"] = f"ok ({len(hits)} hit{'s' if len(hits) != 1 else ''})"
+    except Exception as exc:
+        steps["probe search" if "provider" in steps else "status"] = _failed(exc)
+    finally:
+        manager.close()
+    return steps
+
+
+def report_failed(report: dict[str, dict[str, Any]]) -> bool:
+    """True when any reported step failed."""
+    return any(
+        isinstance(value, str) and FAILED in value
+        for section in report.values()
+        for value in section.values()
+    )

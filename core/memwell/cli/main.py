@@ -109,7 +109,7 @@ def cli(
 #: Subcommands in their own modules: name -> (module, one-line help). The module defines the
 #: command with ``@cli.command``; it is imported only when the command runs.
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
-    "eval": ("memwell.cli.eval_command", "Score retrieval quality on a BEIR-layout dataset."),
+    "eval": ("memwell.cli.eval_command", "Score retrieval quality (BEIR or LoCoMo layout)."),
     "mcp": ("memwell.cli.mcp_command", "Serve memory to MCP clients (stdio or HTTP)."),
     "write": ("memwell.cli.write_command", "Write a note into memory (append, create, replace)."),
     "recent": ("memwell.cli.write_command", "List recently changed memory files."),
@@ -117,6 +117,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "flush-plan": ("memwell.cli.flush_command", "Say whether to flush memory before compaction."),
     "warm": ("memwell.cli.recall_commands", "Load the index, the model and the caches now."),
     "compress": ("memwell.cli.recall_commands", "Fit a transcript into a token budget."),
+    "plugin": ("memwell.cli.plugin_command", "Write memwell plugins (memwell plugin new)."),
 }
 for _name, (_module, _help) in LAZY_COMMANDS.items():
     cli.add_lazy_command(_name, _module, _help)
@@ -325,10 +326,17 @@ def plugins(as_json: bool) -> None:
         _emit_json(rows)
         return
     for row in rows:
-        kinds = ", ".join(f"{k} {n}" for k, n in row["provides"]) or "-"
+        kinds = (
+            ", ".join(
+                f"{k} {n}"
+                + (f" [{', '.join(row['capabilities'][n])}]" if n in row["capabilities"] else "")
+                for k, n in row["provides"]
+            )
+            or "-"
+        )
         version = f" {row['version']}" if row["version"] else ""
         dist = f"{row['distribution']}{version}" if row["distribution"] else "(registered)"
-        line = f"{row['name']:<10} {row['status']:<8} {dist:<24} {kinds}"
+        line = f"{row['name']:<10} {row['status']:<8} {dist:<24} API {row['api']:<10} {kinds}"
         if row["error"]:
             line += f"  [{row['error']}]"
         click.echo(line)
@@ -336,19 +344,33 @@ def plugins(as_json: bool) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def doctor(as_json: bool) -> None:
-    """Check SQLite, FTS5, sqlite-vec, plugins and provider keys."""
-    from ..plugins import get_registry
-    from .diagnostics import doctor_report
+@pass_ctx
+def doctor(ctx: Context, as_json: bool) -> None:
+    """Check SQLite, plugins and keys, then the workspace's own backend and provider.
 
-    report = doctor_report(get_registry())
+    Exits 1 when a check fails.
+    """
+    from ..plugins import get_registry
+    from .diagnostics import FAILED, doctor_report, report_failed, workspace_report
+
+    registry = get_registry()
+    report = doctor_report(registry)
+    try:
+        workspace = ctx.workspace
+        settings = ctx.settings(sync={"watch": False, "on_search": False})
+    except MemwellError as exc:
+        report["workspace"] = {"config": f"{FAILED}{exc}"}
+    else:
+        report["workspace"] = workspace_report(workspace, settings, registry)
     if as_json:
         _emit_json(report)
-        return
-    for section, items in report.items():
-        click.secho(section, bold=True)
-        for key, value in items.items():
-            click.echo(f"  {key:<22} {value}")
+    else:
+        for section, items in report.items():
+            click.secho(section, bold=True)
+            for key, value in items.items():
+                click.echo(f"  {key:<22} {value}")
+    if report_failed(report):
+        sys.exit(1)
 
 
 def _register_plugin_commands(group: click.Group) -> None:

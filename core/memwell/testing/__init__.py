@@ -2,11 +2,13 @@
 
 Subclass :class:`~memwell.testing.conformance.BackendConformance` or
 :class:`~memwell.testing.conformance.ProviderConformance` in your own test suite and supply one
-fixture; see those classes for details.
+fixture (:func:`~memwell.testing.factories.backend_factory` builds a backend's managers as
+``open_memory`` would); see those classes for details.
 """
 
 from __future__ import annotations
 
+from .factories import backend_factory, isolated_registry
 from .fakes import HashEmbeddingProvider, hash_provider_plugin
 
-__all__ = ["HashEmbeddingProvider", "hash_provider_plugin"]
+__all__ = ["HashEmbeddingProvider", "backend_factory", "hash_provider_plugin", "isolated_registry"]

@@ -97,7 +97,7 @@ class MemoryFixtures:
 
 
 class BackendConformance(MemoryFixtures):
-    """Behaviour every :class:`~memwell.MemorySearchManager` must show.
+    """Behaviour every :class:`~memwell.plugin.MemorySearchManager` must show.
 
     Supply a ``memory_factory`` fixture returning ``workspace -> manager``. The suite writes
     Markdown files, calls ``sync()``, and checks searching, provenance, safe reads, status and
@@ -226,7 +226,7 @@ class BackendConformance(MemoryFixtures):
 
 
 class ProviderConformance:
-    """Behaviour every :class:`~memwell.EmbeddingProvider` must show.
+    """Behaviour every :class:`~memwell.plugin.EmbeddingProvider` must show.
 
     Supply a ``provider`` fixture. ``semantic = True`` adds a paraphrase-ranking check for
     real models (hash or fake providers leave it off).

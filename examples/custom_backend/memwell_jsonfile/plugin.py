@@ -5,21 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from memwell.descriptors import BackendContext, SearchBackend
-from memwell.hookspecs import hookimpl
+from memwell.plugin import BackendContext, SearchBackend, hookimpl, plugin_settings
 
 from .config import JsonFileConfig
 
 if TYPE_CHECKING:
     from .manager import JsonFileManager
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 
 def create_manager(ctx: BackendContext) -> JsonFileManager:
     """Build the manager; imported lazily so listing plugins stays cheap."""
     from .manager import JsonFileManager
 
-    config = ctx.plugin_config if isinstance(ctx.plugin_config, JsonFileConfig) else None
-    return JsonFileManager(ctx, config)
+    return JsonFileManager(ctx, plugin_settings(ctx, JsonFileConfig))
 
 
 @hookimpl

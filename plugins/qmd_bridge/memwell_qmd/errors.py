@@ -1,7 +1,8 @@
 """Errors raised by the qmd bridge, and the mapping from a failed qmd call to one of them.
 
-Every class derives from :class:`memwell.errors.BackendUnavailableError`, so a failing qmd makes
-:class:`memwell.FallbackMemoryManager` switch to the builtin backend with the message as reason.
+Every class derives from :class:`memwell.errors.BackendUnavailableError`, so a failing qmd
+makes :class:`memwell.fallback.FallbackMemoryManager` switch to the builtin backend with the
+message as reason.
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""``memwell.plugin``: the one import for plugin authors, light to import, complete."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import memwell.plugin as mw
+import pytest
+from memwell.descriptors import BackendContext
+from memwell.errors import PluginError
+from memwell.plugin_api import PLUGIN_API_VERSION, api_mismatch
+from pydantic import BaseModel
+
+
+def test_every_exported_name_resolves() -> None:
+    missing = [name for name in mw.__all__ if not hasattr(mw, name)]
+    assert missing == []
+    assert mw.PLUGIN_API_VERSION == PLUGIN_API_VERSION
+    with pytest.raises(AttributeError):
+        _ = mw.NotAThing  # type: ignore[attr-defined]
+
+
+def test_importing_it_does_not_load_numpy() -> None:
+    code = "import sys, memwell.plugin; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_what_a_backend_uses_today_is_there() -> None:
+    for name in ("Candidate", "CHUNKER_VERSION", "chunk_markdown", "rank_candidates", "hookimpl"):
+        assert name in mw.__all__
+
+
+class _Cfg(BaseModel):
+    size: int = 3
+
+
+class _Other(BaseModel):
+    pass
+
+
+def _ctx(config: BaseModel | None) -> BackendContext:
+    return BackendContext(
+        workspace=None,  # type: ignore[arg-type]
+        settings=None,  # type: ignore[arg-type]
+        embeddings=None,  # type: ignore[arg-type]
+        registry=None,  # type: ignore[arg-type]
+        plugin_config=config,
+    )
+
+
+def test_plugin_settings_helper() -> None:
+    assert mw.plugin_settings(_ctx(None), _Cfg).size == 3
+    assert mw.plugin_settings(_ctx(_Cfg(size=7)), _Cfg).size == 7
+    with pytest.raises(PluginError, match="expected _Cfg"):
+        mw.plugin_settings(_ctx(_Other()), _Cfg)
+
+
+def test_api_mismatch_messages() -> None:
+    assert api_mismatch(None) is None
+    assert api_mismatch(f"=={PLUGIN_API_VERSION}") is None
+    message = api_mismatch(">=99")
+    assert message is not None and PLUGIN_API_VERSION in message and ">=99" in message
+    assert "not a version range" in (api_mismatch("one point oh") or "")
