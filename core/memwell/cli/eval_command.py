@@ -1,4 +1,4 @@
-"""``memwell eval``: retrieval quality on a BEIR-layout dataset."""
+"""``memwell eval``: retrieval quality on a BEIR-layout or a LoCoMo-layout dataset."""
 
 from __future__ import annotations
 
@@ -13,8 +13,19 @@ from typing import Any
 
 import click
 
+from ..conversation_eval import (
+    Question,
+    evaluate_conversation,
+    is_conversation_dataset,
+    load_conversations,
+    metric_names,
+    summarize,
+    write_conversation,
+)
 from ..evaluation import evaluate, load_dataset, write_corpus
 from ..factory import open_memory
+from ..manager import MemorySearchManager
+from ..models import MemorySearchResult
 from .main import Context, cli, pass_ctx
 
 MODES: dict[str, dict[str, Any]] = {
@@ -30,15 +41,54 @@ def _default_workdir(dataset: Path, family: str) -> Path:
     return base / f"{dataset.name}-{tag}" / family
 
 
+def _open_indexed(ctx: Context, workspace: Path, mode: str) -> tuple[MemorySearchManager, float]:
+    """Open ``workspace`` in ``mode`` with syncing off, index it, return the manager and seconds."""
+    overrides: dict[str, Any] = {
+        **ctx.overrides,
+        **MODES[mode],
+        "sync": {"watch": False, "on_search": False},
+    }
+    manager = open_memory(workspace, settings=ctx.settings_for(workspace, overrides))
+    started = time.perf_counter()
+    with click.progressbar(length=1, label=f"indexing {workspace.name}", file=sys.stderr) as bar:
+
+        def progress(p: Any) -> None:
+            bar.length = max(1, p.total)
+            bar.update(p.completed - bar.pos)
+
+        manager.sync(reason="eval", progress=progress)
+    return manager, time.perf_counter() - started
+
+
+class _TimedSearch:
+    """``manager.search`` with a generous limit and no floor, timing every call."""
+
+    def __init__(self, max_results: int) -> None:
+        self.max_results = max_results
+        self.timings: list[float] = []
+        self.manager: MemorySearchManager | None = None
+
+    def __call__(self, query: str) -> list[MemorySearchResult]:
+        assert self.manager is not None
+        t0 = time.perf_counter()
+        found = self.manager.search(query, max_results=self.max_results, min_score=0.0)
+        self.timings.append((time.perf_counter() - t0) * 1000)
+        return found
+
+    def p50(self) -> float | None:
+        return round(statistics.median(self.timings), 2) if self.timings else None
+
+
 @cli.command(name="eval")
 @click.option(
     "--dataset",
     "dataset_dir",
     required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="BEIR-layout directory (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv).",
+    help="BEIR-layout directory (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv), "
+    "or LoCoMo-layout (turns.jsonl, questions.jsonl).",
 )
-@click.option("--split", default="test", show_default=True, help="Judgment split.")
+@click.option("--split", default="test", show_default=True, help="Judgment split (BEIR only).")
 @click.option("--mode", type=click.Choice(list(MODES)), default="hybrid", show_default=True)
 @click.option(
     "--workdir",
@@ -50,36 +100,23 @@ def _default_workdir(dataset: Path, family: str) -> Path:
 def eval_command(
     ctx: Context, dataset_dir: Path, split: str, mode: str, workdir: Path | None, as_json: bool
 ) -> None:
-    """Index a dataset as Markdown memory and report nDCG@10, Recall@10/100, MRR@10."""
-    dataset = load_dataset(dataset_dir, split)
+    """Index a dataset as Markdown memory and report its retrieval quality.
+
+    BEIR layout: nDCG@10, Recall@10/100, MRR@10. LoCoMo layout: each conversation indexed on
+    its own, session-level Recall@1/3/5 and turn-level recall in the top 5 and 10 hits,
+    overall and per category.
+    """
     family = "keyword" if mode == "keyword" else "embedding"
     workspace = workdir or _default_workdir(dataset_dir, family)
+    if is_conversation_dataset(dataset_dir):
+        _eval_conversations(ctx, dataset_dir, mode, workspace, as_json)
+        return
+    dataset = load_dataset(dataset_dir, split)
     workspace.mkdir(parents=True, exist_ok=True)
     path_to_doc = write_corpus(dataset, workspace / "memory")
-    overrides: dict[str, Any] = {
-        **ctx.overrides,
-        **MODES[mode],
-        "sync": {"watch": False, "on_search": False},
-    }
-    settings = ctx.settings_for(workspace, overrides)
-    manager = open_memory(workspace, settings=settings)
-    started = time.perf_counter()
-    with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
-
-        def progress(p: Any) -> None:
-            bar.length = max(1, p.total)
-            bar.update(p.completed - bar.pos)
-
-        manager.sync(reason="eval", progress=progress)
-    index_seconds = time.perf_counter() - started
-    timings: list[float] = []
-
-    def search(query: str) -> Any:
-        t0 = time.perf_counter()
-        found = manager.search(query, max_results=100, min_score=0.0)
-        timings.append((time.perf_counter() - t0) * 1000)
-        return found
-
+    manager, index_seconds = _open_indexed(ctx, workspace, mode)
+    search = _TimedSearch(100)
+    search.manager = manager
     metrics = evaluate(dataset, search, path_to_doc)
     status = manager.status()
     report = {
@@ -92,7 +129,7 @@ def eval_command(
         "model": status.model,
         "chunks": status.chunks,
         "index_seconds": round(index_seconds, 2),
-        "search_ms_p50": round(statistics.median(timings), 2) if timings else None,
+        "search_ms_p50": search.p50(),
     }
     if as_json:
         click.echo(json.dumps(report))
@@ -103,4 +140,56 @@ def eval_command(
     )
     for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10"):
         click.echo(f"  {key:<14} {metrics[key]:.4f}")
+    click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")
+
+
+def _eval_conversations(
+    ctx: Context, dataset_dir: Path, mode: str, workspace: Path, as_json: bool
+) -> None:
+    conversations = load_conversations(dataset_dir)
+    search = _TimedSearch(50)
+    scored: list[tuple[Question, dict[str, float]]] = []
+    index_seconds = 0.0
+    chunks = 0
+    status = None
+    for conv_id, conversation in conversations.items():
+        conv_workspace = workspace / conv_id
+        written = write_conversation(conversation, conv_workspace / "memory")
+        manager, seconds = _open_indexed(ctx, conv_workspace, mode)
+        index_seconds += seconds
+        search.manager = manager
+        scored.extend(evaluate_conversation(conversation, written, search))
+        status = manager.status()
+        chunks += status.chunks
+        manager.close()
+    summary = summarize(scored)
+    report = {
+        **summary,
+        "mode": mode,
+        "dataset": dataset_dir.name,
+        "conversations": len(conversations),
+        "provider": status.provider if status else None,
+        "model": status.model if status else None,
+        "chunks": chunks,
+        "index_seconds": round(index_seconds, 2),
+        "search_ms_p50": search.p50(),
+    }
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(
+        f"{dataset_dir.name} mode={mode} provider={report['provider']} model={report['model']} "
+        f"conversations={len(conversations)} questions={int(summary['overall']['questions'])}"
+    )
+    names = metric_names()
+    labels = [
+        n.replace("session_recall_at_", "sess R@").replace("turn_recall_at_", "turn R@")
+        for n in names
+    ]
+    click.echo(f"  {'':<14}" + "".join(f"{label:>10}" for label in labels))
+    rows = [("overall", summary["overall"]), ("categories 1-4", summary["categories_1_4"])]
+    rows += list(summary["by_category"].items())
+    for label, means in rows:
+        cells = "".join(f"{means[n]:>10.3f}" for n in names)
+        click.echo(f"  {label:<14}{cells}  ({int(means['questions'])} questions)")
     click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")

@@ -1,0 +1,156 @@
+"""``memwell eval`` on the LoCoMo layout: loading, writing, metrics, an end-to-end keyword run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from memwell.cli.main import cli
+from memwell.conversation_eval import (
+    Question,
+    WrittenConversation,
+    load_conversations,
+    metric_names,
+    score_question,
+    session_date,
+    session_recall,
+    summarize,
+    turn_recall,
+    write_conversation,
+)
+from memwell.errors import ConfigError
+from memwell.models import MemorySearchResult
+
+TURNS = [
+    ("c1", 1, "1:56 pm on 8 May, 2023", "D1:1", "Ann", "I adopted a greyhound named Biscuit."),
+    ("c1", 1, "1:56 pm on 8 May, 2023", "D1:2", "Bob", "Lovely! I am repainting my kitchen."),
+    ("c1", 2, "10:04 am on 19 June, 2023", "D2:1", "Ann", "The marathon in Lisbon went well."),
+    ("c1", 2, "10:04 am on 19 June, 2023", "D2:2", "Bob", "I started learning the cello."),
+    ("c2", 1, "9:00 am on 1 March, 2022", "D1:1", "Cy", "My volcano photos came out sharp."),
+]
+QUESTIONS = [
+    # words only in session 1, evidence in session 1: found at rank 1
+    {"qid": "q1", "conv_id": "c1", "question": "greyhound Biscuit", "category": 4,
+     "evidence": ["D1:1"], "evidence_sessions": [1]},
+    # words only in session 1, evidence in session 2: never found by keyword search
+    {"qid": "q2", "conv_id": "c1", "question": "kitchen repainting", "category": 2,
+     "evidence": ["D2:2"], "evidence_sessions": [2]},
+    # no evidence: counts as 1 everywhere
+    {"qid": "q3", "conv_id": "c1", "question": "anything", "category": 5,
+     "evidence": [], "evidence_sessions": []},
+    {"qid": "q4", "conv_id": "c2", "question": "volcano photos", "category": 4,
+     "evidence": ["D1:1"], "evidence_sessions": [1]},
+]  # fmt: skip
+
+
+def write_locomo(root: Path) -> Path:
+    root.mkdir()
+    with (root / "turns.jsonl").open("w") as fh:
+        for conv, session, when, dia, speaker, text in TURNS:
+            record = {"conv_id": conv, "session": session, "session_date_time": when,
+                      "dia_id": dia, "speaker": speaker, "text": text}  # fmt: skip
+            if dia == "D2:1":
+                record["blip_caption"] = "a photo of runners\non a bridge"
+            fh.write(json.dumps(record) + "\n")
+    (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    return root
+
+
+def hit(path: str, start: int, end: int) -> MemorySearchResult:
+    return MemorySearchResult(
+        path=path, start_line=start, end_line=end, score=0.5, snippet="", source="memory"
+    )
+
+
+def test_load_and_write(tmp_path: Path) -> None:
+    conversations = load_conversations(write_locomo(tmp_path / "data"))
+    assert list(conversations) == ["c1", "c2"]
+    c1 = conversations["c1"]
+    assert [q.qid for q in c1.questions] == ["q1", "q2", "q3"]
+    written = write_conversation(c1, tmp_path / "ws" / "memory")
+    assert written.session_paths == {
+        1: "memory/2023-05-08-session-1.md",
+        2: "memory/2023-06-19-session-2.md",
+    }
+    text = (tmp_path / "ws" / "memory" / "2023-06-19-session-2.md").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "# Session 2: 10:04 am on 19 June, 2023"
+    path, line = written.turn_lines["D2:1"]
+    assert path == "memory/2023-06-19-session-2.md"
+    # one line per turn, the caption folded onto it
+    assert lines[line - 1] == (
+        "Ann: The marathon in Lisbon went well. [shares a photo: a photo of runners on a bridge]"
+    )
+    assert lines[written.turn_lines["D2:2"][1] - 1] == "Bob: I started learning the cello."
+
+
+def test_session_date() -> None:
+    assert session_date("1:56 pm on 8 May, 2023") is not None
+    assert f"{session_date('12:09 am on 13 September, 2023'):%Y-%m-%d %H:%M}" == (
+        "2023-09-13 00:09"
+    )
+    assert session_date("someday") is None
+
+
+def test_metrics_on_known_rankings() -> None:
+    results = [hit("a.md", 1, 3), hit("a.md", 4, 6), hit("b.md", 1, 9), hit("c.md", 2, 2)]
+    # distinct files: a, b, c
+    assert session_recall(results, {"b.md"}, 1) == 0.0
+    assert session_recall(results, {"b.md"}, 2) == 1.0
+    assert session_recall(results, {"b.md", "z.md"}, 3) == 0.5
+    assert session_recall(results, set(), 1) == 1.0
+    # turn lines must fall inside one of the first k hits' line ranges
+    assert turn_recall(results, [("a.md", 5)], 1) == 0.0
+    assert turn_recall(results, [("a.md", 5)], 2) == 1.0
+    assert turn_recall(results, [("c.md", 2), ("c.md", 3)], 4) == 0.5
+    assert turn_recall(results, [], 5) == 1.0
+
+
+def test_score_question_derives_sessions_from_turn_ids() -> None:
+    written = WrittenConversation({1: "s1.md", 2: "s2.md"}, {"D2:4": ("s2.md", 6)})
+    question = Question("q", "c", "x", 1, ("D2:4",), ())
+    scores = score_question(question, written, [hit("s1.md", 1, 9), hit("s2.md", 5, 7)])
+    assert scores["session_recall_at_1"] == 0.0
+    assert scores["session_recall_at_3"] == 1.0
+    assert scores["turn_recall_at_5"] == 1.0
+
+
+def test_summary_groups_categories() -> None:
+    q = [Question(str(i), "c", "x", cat, (), ()) for i, cat in enumerate([1, 5, 5])]
+    rows = [{"session_recall_at_1": v} for v in (1.0, 0.0, 0.5)]
+    full = [{**dict.fromkeys(metric_names(), 0.0), **row} for row in rows]
+    summary = summarize(list(zip(q, full, strict=True)))
+    assert summary["overall"]["session_recall_at_1"] == pytest.approx(0.5)
+    assert summary["categories_1_4"]["session_recall_at_1"] == 1.0
+    assert summary["adversarial"]["session_recall_at_1"] == pytest.approx(0.25)
+    assert summary["by_category"]["adversarial"]["questions"] == 2
+
+
+def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    root = write_locomo(tmp_path / "data")
+    with (root / "questions.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+    with pytest.raises(ConfigError, match=r"questions.jsonl:5: not JSON"):
+        load_conversations(root)
+
+
+def test_eval_command_on_conversations_keyword_mode(tmp_path: Path) -> None:
+    data = write_locomo(tmp_path / "data")
+    args = ["--provider", "none", "eval", "--dataset", str(data), "--mode", "keyword"]
+    args += ["--workdir", str(tmp_path / "work"), "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    assert report["conversations"] == 2
+    overall = report["overall"]
+    assert overall["questions"] == 4
+    # q1 and q4 found at rank 1, q2 never, q3 has no evidence
+    assert overall["session_recall_at_1"] == pytest.approx(0.75)
+    assert overall["turn_recall_at_5"] == pytest.approx(0.75)
+    assert report["by_category"]["temporal"]["session_recall_at_5"] == 0.0
+    assert report["adversarial"]["session_recall_at_1"] == 1.0
+    # each conversation is its own workspace
+    assert (tmp_path / "work" / "c2" / "memory" / "2022-03-01-session-1.md").is_file()
+    assert not (tmp_path / "work" / "c2" / "memory" / "2023-05-08-session-1.md").exists()
