@@ -98,7 +98,7 @@ def memwell_text_generators() -> Iterable[TextGeneratorSpec]:
             yield TextGeneratorSpec(id="upper", create=lambda ctx: Upper(ctx.model),
                                     default_model="upper-1", transport="local")
 
-    .. versionadded:: 0.2
+    .. versionadded:: 0.1
     """
 
 
