@@ -61,18 +61,22 @@ class PgServer:
     """One disposable server: ``start()``, ``stop()``, ``dsn``; ``stop`` + ``start`` restarts."""
 
     def __init__(self) -> None:
+        self.bin = server_binaries()
         self.root = Path(tempfile.mkdtemp(prefix="memwell-pg-"))
         self.root.chmod(0o755)
-        self.bin = server_binaries()
-        self.user: pwd.struct_passwd | None = None
-        if os.geteuid() == 0:
-            self.user = _ensure_user()
-            self.bin = self._copy_binaries()
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = _free_port()
         self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        self._initdb()
+        self.user: pwd.struct_passwd | None = None
+        try:
+            if os.geteuid() == 0:
+                self.user = _ensure_user()
+                self.bin = self._copy_binaries()
+            self._initdb()
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
 
     def _copy_binaries(self) -> Path:
         """Copy the build (and the libraries its rpath names) into the server's directory,
