@@ -31,8 +31,11 @@ else
   # torch first, and the CPU build: an unpinned torch from PyPI is a multi-GB CUDA build.
   # A wheel in pip's find-links (a local wheel cache) is used when there is one.
   echo "installing torch 2.13.0 (CPU build) into $VENV"
-  if ! "${PIP[@]}" install --no-index "torch==2.13.0" 2>/dev/null; then
-    "${PIP[@]}" install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+  if "${PIP[@]}" install --no-index --no-deps "torch==2.13.0" 2>/dev/null; then
+    "${PIP[@]}" install "torch==2.13.0"  # its dependencies; torch itself is already there
+  else
+    "${PIP[@]}" install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
+      --extra-index-url https://pypi.org/simple
   fi
   packages=(-e ".[test]")
   for project in plugins/*/pyproject.toml plugins/providers/*/pyproject.toml \
