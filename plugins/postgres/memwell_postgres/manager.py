@@ -23,6 +23,7 @@ from memwell.models import (
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.fts_query import keyword_boost
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import citations_enabled, to_results
 from memwell.sources.paths import read_memory_file
 
@@ -108,7 +109,8 @@ class PostgresMemoryManager(BaseMemoryManager):
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
         self._check_open()
-        text = query.strip() if isinstance(query, str) else ""
+        max_chars = self.settings.query.max_chars
+        text = bound_query(query, max_chars) if isinstance(query, str) else ""
         if not text or (sources is not None and SOURCE not in sources):
             return []
         if self.settings.sync.on_search or not self._synced:
@@ -201,6 +203,7 @@ class PostgresMemoryManager(BaseMemoryManager):
         hybrid = fields["search_mode"] == "hybrid"
         return MemoryStatus(
             backend=BACKEND_NAME,
+            query_max_chars=self.settings.query.max_chars,
             requested_provider=self.settings.provider,
             files=files,
             chunks=chunks,
