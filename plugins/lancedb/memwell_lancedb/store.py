@@ -113,7 +113,7 @@ def _recovers_lost_table(
     def wrapper(self: MemoryStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
             return method(self, *args, **kwargs)
-        except Exception:
+        except (RuntimeError, OSError):  # what LanceDB raises for a dataset that is gone
             with self._lock:
                 if MEMORIES_TABLE in self.db.table_names():
                     raise
