@@ -44,7 +44,10 @@ from .watcher import MemoryWatcher
 
 log = logging.getLogger(__name__)
 
-_CORRUPT = re.compile(r"malformed|not a database|corrupt|disk image|file is encrypted", re.I)
+#: sqlite-vec reports a damaged page under its vectors as "opening blob failed".
+_CORRUPT = re.compile(
+    r"malformed|not a database|corrupt|disk image|file is encrypted|opening blob failed", re.I
+)
 #: Errors that are not the index file's fault (it must not be quarantined for them).
 _TRANSIENT = re.compile(
     r"locked|busy|unable to open|out of memory|interrupt|too many open|read-?only|permission"
