@@ -45,7 +45,11 @@ _SQLITE_CODES = {
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _MESSAGES = (
     (re.compile(r"disk is full|no space left|quota exceeded", re.I), Fault.FULL),
-    (re.compile(r"malformed|not a database|corrupt|file is encrypted", re.I), Fault.CORRUPT),
+    # sqlite-vec reports a damaged page under its vectors as "opening blob failed".
+    (
+        re.compile(r"malformed|not a database|corrupt|file is encrypted|opening blob failed", re.I),
+        Fault.CORRUPT,
+    ),
     (
         re.compile(
             r"locked|busy|unable to open|out of memory|interrupt|too many open|read-?only"
