@@ -363,6 +363,22 @@ class EmbeddingRuntime:
         row: Vector = matrix[0]
         return row
 
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Embed several queries in one request when the provider can (``embed_queries``),
+        else one by one; unit float32 rows, under the same retries and local timeouts."""
+        provider = self._require()
+        batch = getattr(provider, "embed_queries", None)
+        if not callable(batch):
+            return np.vstack([self.embed_query(text) for text in texts])
+        selection = self.selection()
+        raw = self.retry.call(
+            partial(self._timed, selection, partial(batch, list(texts)), "query"),
+            provider=provider.id,
+        )
+        matrix = to_unit_matrix(np.asarray(raw, dtype=np.float32).reshape(len(texts), -1))
+        self._check_dims(matrix, provider)
+        return matrix
+
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         """Embed documents; one unit float32 row per text.
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memwell.config import MemwellSettings, load_settings
 from memwell.descriptors import ProviderContext, TextGeneratorSpec
-from memwell.errors import ConfigError, PluginError, ProviderError, ProviderUnavailableError
+from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
 from memwell.hookspecs import hookimpl
 from memwell.plugins import PluginRegistry
 from memwell.textgen.base import TextGenerator
@@ -76,11 +76,13 @@ def test_registry_collects_text_generators_and_names_their_plugin() -> None:
     assert registry.infos["gens"].text_generators == ["b", "a"]  # in the order yielded
 
 
-def test_duplicate_text_generator_ids_name_both_plugins() -> None:
+def test_duplicate_text_generator_ids_disable_both_and_name_both_plugins() -> None:
     registry = registry_with(echo_spec("same", 1), name="first")
     registry.register(Generators(echo_spec("same", 2)), "second")
-    with pytest.raises(PluginError, match=r"duplicate text generator 'same'.*'first'.*'second'"):
-        _ = registry.text_generators
+    assert "same" not in registry.text_generators
+    hint = registry.unknown_name_hint("text generator", "same")
+    assert "'first' and 'second'" in hint and "both are disabled" in hint
+    assert registry.infos["first"].status == registry.infos["second"].status == "conflict"
 
 
 def test_a_raising_hook_is_reported_and_skipped() -> None:

@@ -118,7 +118,7 @@ def test_read_only_server_offers_no_write_tools(workspace: Path, env: dict[str, 
     async def scenario() -> None:
         async with session(workspace, env, "--read-only") as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-            assert names == {"memory_search", "memory_get", "memory_recent"}
+            assert names == {"memory_search", "memory_get", "memory_recent", "compress_context"}
             refused = await write(client, text="hello")
             assert refused["disabled"] is True and refused["reason"] == "disabled"
             recent = payload(await client.call_tool("memory_recent", {"limit": 2}))
@@ -153,6 +153,7 @@ def test_annotations_and_output_schemas(server: McpMemoryServer) -> None:
         "memory_search": (True, False, True),
         "memory_get": (True, False, True),
         "memory_recent": (True, False, True),
+        "compress_context": (True, False, True),
         "memory_write": (False, False, False),
         "memory_edit": (False, True, False),
     }

@@ -179,7 +179,8 @@ def test_a_query_embedding_failure_is_reported_as_keyword_only(workspace: Path) 
             raise ProviderError("401 invalid api key", provider="hash")
 
         provider.fail = refuse
-        payload = execute_tool("memory_search", {"query": "meadow"}, manager)
+        # another query: the healthy one's vector is remembered and needs no provider call
+        payload = execute_tool("memory_search", {"query": "the meadow"}, manager)
         assert payload["results"], "keyword search still answers"
         assert payload["mode"] == "fts-only" and payload["degraded"] is True
         assert "query embedding failed" in payload["degraded_reason"]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ..embeddings import Matrix, Vector
+from ..errors import MemwellError
 from ..manager import MemorySearchManager
 from ..models import MemorySearchResult
 
@@ -44,11 +45,15 @@ def content_version(manager: MemorySearchManager) -> str | None:
 
 def query_embedder(manager: MemorySearchManager) -> QueryEmbedder | None:
     """``manager.query_embedder()``, or ``None`` when the backend has none (keyword-only
-    mode, or a backend that embeds queries out of process)."""
+    mode, a backend that embeds queries out of process, or no provider could be selected:
+    the search and status report that failure themselves)."""
     method = getattr(manager, "query_embedder", None)
     if not callable(method):
         return None
-    embedder = method()
+    try:
+        embedder = method()
+    except MemwellError:
+        return None
     return embedder if isinstance(embedder, QueryEmbedder) else None
 
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import partial
 
 import numpy as np
 
 from ..embedding_runtime import EmbeddingRuntime
-from ..embeddings import Matrix, Vector, to_unit_matrix
-from ..errors import ProviderError
+from ..embeddings import Matrix, Vector
 
 #: Query vectors remembered per runtime (384 floats each for MiniLM: about 0.4 MB in all).
 MEMO_SIZE = 256
@@ -78,17 +76,4 @@ class QueryVectors:
         return np.vstack(out)
 
     def _embed_batch(self, texts: list[str]) -> list[Vector]:
-        provider = self.runtime.provider
-        batch = getattr(provider, "embed_queries", None)
-        if provider is None or not callable(batch):
-            return [self.runtime.embed_query(text) for text in texts]
-        raw = self.runtime.retry.call(partial(batch, texts), provider=provider.id)
-        matrix = to_unit_matrix(np.asarray(raw, dtype=np.float32).reshape(len(texts), -1))
-        dims = self.runtime.dims
-        if dims is not None and matrix.shape[1] != dims:
-            raise ProviderError(
-                f"{provider.id!r} returned {matrix.shape[1]}-dimensional query vectors, "
-                f"expected {dims}",
-                provider=provider.id,
-            )
-        return list(matrix)
+        return list(self.runtime.embed_queries(texts))
