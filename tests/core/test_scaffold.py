@@ -32,7 +32,7 @@ def _env(site: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("kind", "at_least"), [("backend", 50), ("provider", 6)])
-def test_scaffold_installs_and_passes_conformance(tmp_path: Path, kind: str, expected: int) -> None:
+def test_scaffold_installs_and_passes_conformance(tmp_path: Path, kind: str, at_least: int) -> None:
     result = CliRunner().invoke(
         cli, ["plugin", "new", "acme", "--kind", kind, "--dir", str(tmp_path)]
     )
