@@ -6,12 +6,14 @@ text is a cache hit; that hit must make the entry recent again.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 from memwell.manager import MemorySearchManager
 from memwell.testing import HashEmbeddingProvider
+from memwell_sqlite.driver import sqlite_module
 
 OpenFn = Callable[..., MemorySearchManager]
 
@@ -20,10 +22,18 @@ BETA = "# Beta\n\nbeta facts about the orchard\n"
 DELTA = "# Delta\n\ndelta facts about the glacier\n"
 
 
-def _cached(memory: MemorySearchManager) -> set[str]:
+@contextmanager
+def _index(memory: MemorySearchManager) -> Iterator[Any]:
+    """A read-only connection to the published index, with the SQLite the backend uses (a
+    second SQLite library on a live WAL database is not what this test is about), closed."""
     db = memory.status().db_path
     assert db is not None
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite_module().connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        yield conn
+
+
+def _cached(memory: MemorySearchManager) -> set[str]:
+    with _index(memory) as conn:
         return {row[0] for row in conn.execute("SELECT hash FROM embedding_cache")}
 
 
@@ -54,8 +64,6 @@ def test_lru_eviction_on_incremental_syncs(
 
 
 def _hash_of(memory: MemorySearchManager, path: str) -> str:
-    db = memory.status().db_path
-    assert db is not None
-    with sqlite3.connect(db) as conn:
+    with _index(memory) as conn:
         row = conn.execute("SELECT hash FROM chunks WHERE path = ?", (path,)).fetchone()
     return str(row[0])
