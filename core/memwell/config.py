@@ -193,6 +193,40 @@ class WriteSettings(_Strict):
     lock_timeout_seconds: float = Field(10.0, gt=0, le=3600)
 
 
+class RecallTrackingSettings(_Strict):
+    """``[recall_tracking]``: which hits each search returned, in a sidecar of the index
+    directory (:mod:`memwell.curation.tracking`); it feeds ``memwell promote``."""
+
+    enabled: bool = True
+
+
+class PromotionWeights(_Strict):
+    """The promotion score's weights (the reference's; normalised to sum to 1)."""
+
+    frequency: float = Field(0.24, ge=0.0)
+    relevance: float = Field(0.30, ge=0.0)
+    diversity: float = Field(0.15, ge=0.0)
+    recency: float = Field(0.15, ge=0.0)
+    consolidation: float = Field(0.10, ge=0.0)
+    conceptual: float = Field(0.06, ge=0.0)
+
+
+class PromotionSettings(_Strict):
+    """``[promotion]``: which recalled snippets ``memwell promote`` copies into MEMORY.md.
+
+    A candidate must pass every gate: weighted score, signal count and distinct queries
+    (or recall days); ``max_age_days`` (unset: no limit) drops candidates last recalled longer
+    ago. Defaults are the reference's (short-term promotion).
+    """
+
+    min_score: float = Field(0.75, ge=0.0, le=1.0)
+    min_recall_count: int = Field(3, ge=0)
+    min_unique_queries: int = Field(2, ge=0)
+    recency_half_life_days: float = Field(14.0, gt=0)
+    max_age_days: float | None = Field(None, ge=0)
+    weights: PromotionWeights = Field(default_factory=PromotionWeights)
+
+
 class MemwellSettings(_Strict):
     """All of memwell's settings. Defaults follow the reference (spec section 2)."""
 
@@ -221,6 +255,8 @@ class MemwellSettings(_Strict):
     session_save: SessionSaveSettings = Field(default_factory=SessionSaveSettings)
     flush: FlushSettings = Field(default_factory=FlushSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+    recall_tracking: RecallTrackingSettings = Field(default_factory=RecallTrackingSettings)
+    promotion: PromotionSettings = Field(default_factory=PromotionSettings)
     local: LocalSettings = Field(default_factory=LocalSettings)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .config import MemwellSettings, load_settings, plugin_config
 from .descriptors import BackendContext
@@ -17,6 +17,9 @@ from .fallback import FallbackMemoryManager
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
 from .recall.manager import RecallCachedManager
+
+if TYPE_CHECKING:
+    from .curation.tracking import RecallTracker
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +97,9 @@ def open_memory(
     :func:`memwell.config.load_settings`) with ``overrides`` on top. A non-builtin backend is
     wrapped in :class:`FallbackMemoryManager` with the builtin backend as fallback, and every
     manager in the recall cache (:class:`~memwell.recall.manager.RecallCachedManager`, settings
-    ``[cache.recall]``). Managers are cached per (workspace, settings); ``purpose="status"`` is
-    never cached.
+    ``[cache.recall]``), which also records each search's hits (``[recall_tracking]``,
+    :mod:`memwell.curation.tracking`). Managers are cached per (workspace, settings);
+    ``purpose="status"`` is never cached.
 
     Example::
 
@@ -114,15 +118,29 @@ def open_memory(
             registry=reg,
         )
     if purpose == "status":
-        return RecallCachedManager(_open(ws, settings, reg, purpose), settings)
+        inner = _open(ws, settings, reg, purpose)
+        return RecallCachedManager(inner, settings, tracker=_tracker(ws, settings))
     key = (str(ws), settings.fingerprint(), id(reg))
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None and not getattr(cached, "closed", False):
             return cached
-        manager = RecallCachedManager(_open(ws, settings, reg, purpose, cache_key=key), settings)
+        manager = RecallCachedManager(
+            _open(ws, settings, reg, purpose, cache_key=key),
+            settings,
+            tracker=_tracker(ws, settings),
+        )
         _cache[key] = manager
         return manager
+
+
+def _tracker(ws: Path, settings: MemwellSettings) -> RecallTracker | None:
+    """The workspace's recall tracker, unless ``[recall_tracking] enabled = false``."""
+    if not settings.recall_tracking.enabled:
+        return None
+    from .curation.tracking import RecallTracker
+
+    return RecallTracker.for_workspace(ws, settings)
 
 
 def _open(

@@ -95,6 +95,16 @@ class RecallCacheStatus(BaseModel):
     backend_searches: int = 0
 
 
+class RecallTrackingStatus(BaseModel):
+    """The sidecar in ``status()``: where it is, how many chunks it tracks, the last error."""
+
+    enabled: bool
+    path: str
+    entries: int = 0
+    promoted: int = 0
+    error: str | None = None
+
+
 class FtsStatus(BaseModel):
     enabled: bool
     available: bool
@@ -148,6 +158,7 @@ class MemoryStatus(BaseModel):
     source_counts: list[SourceCount] = Field(default_factory=list)
     cache: CacheStatus | None = None
     recall_cache: RecallCacheStatus | None = None
+    recall_tracking: RecallTrackingStatus | None = None
     fts: FtsStatus | None = None
     vector: VectorStatus | None = None
     fallback: FallbackStatus | None = None

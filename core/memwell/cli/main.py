@@ -118,6 +118,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "warm": ("memwell.cli.recall_commands", "Load the index, the model and the caches now."),
     "compress": ("memwell.cli.recall_commands", "Fit a transcript into a token budget."),
     "plugin": ("memwell.cli.plugin_command", "Write memwell plugins (memwell plugin new)."),
+    "promote": ("memwell.cli.promote_command", "Promote often-recalled snippets to MEMORY.md."),
 }
 for _name, (_module, _help) in LAZY_COMMANDS.items():
     cli.add_lazy_command(_name, _module, _help)
@@ -280,6 +281,13 @@ def _status_lines(status: MemoryStatus) -> list[str]:
         from ..recall.report import recall_cache_line
 
         lines.append(f"recall cache: {recall_cache_line(status.recall_cache)}")
+    if status.recall_tracking is not None:
+        tracking = status.recall_tracking
+        state = f"ERROR {tracking.error}" if tracking.error else "ok"
+        lines.append(
+            f"recall tracking: {tracking.entries} chunks ({tracking.promoted} promoted), "
+            f"{state}, {tracking.path}"
+        )
     if status.unreadable:
         lines.append(f"unreadable: {len(status.unreadable)} ({'; '.join(status.unreadable)})")
     return lines

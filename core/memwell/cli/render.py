@@ -56,7 +56,9 @@ def _hit_text(hit: MemorySearchResult, manager: MemorySearchManager) -> str:
     if hit.source == "memory":
         try:
             count = hit.end_line - hit.start_line + 1
-            text = manager.read_file(hit.path, from_line=hit.start_line, lines=count).text
+            # Past the recall tracker: showing a hit is not reading it (grounding).
+            reader = getattr(manager, "inner", manager)
+            text = reader.read_file(hit.path, from_line=hit.start_line, lines=count).text
         except Exception:  # the snippet is still a correct, if shorter, view of the hit
             text = ""
         if text:

@@ -19,7 +19,7 @@ import logging
 import time
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import MemwellSettings
 from ..embeddings import Vector
@@ -36,6 +36,9 @@ from ..retrieval.snippets import citations_enabled
 from . import protocols
 from .store import Clock, RecallStore
 
+if TYPE_CHECKING:
+    from ..curation.tracking import RecallTracker
+
 log = logging.getLogger(__name__)
 
 NO_VERSION = "the backend reports no content version, so its answers are not cached"
@@ -51,7 +54,9 @@ class RecallCachedManager(BaseMemoryManager):
     """Serve ``inner`` through a :class:`~memwell.recall.store.RecallStore`.
 
     Attributes the wrapper does not define are read from ``inner``, so backend-specific
-    attributes stay reachable; :func:`unwrap` gives the backend manager itself.
+    attributes stay reachable; :func:`unwrap` gives the backend manager itself. With a
+    ``tracker``, every answer (cached or not) and every read is recorded
+    (:mod:`memwell.curation.tracking`).
     """
 
     def __init__(
@@ -60,8 +65,10 @@ class RecallCachedManager(BaseMemoryManager):
         settings: MemwellSettings,
         *,
         clock: Clock = time.monotonic,
+        tracker: RecallTracker | None = None,
     ) -> None:
         self._inner = inner
+        self.tracker = tracker
         self.settings = settings
         self.config = settings.cache.recall
         self.store = RecallStore(self.config, clock)
@@ -164,7 +171,7 @@ class RecallCachedManager(BaseMemoryManager):
         }
         version = self._version() if self.config.enabled else None
         if version is None:
-            return self._backend(list(queries), kwargs)
+            return self._tracked(queries, self._backend(list(queries), kwargs))
         options = self._options(max_results, min_score, session_key, sources)
         answers: list[list[MemorySearchResult] | None] = [
             self.store.exact(version, options, normalise_query(q)) if q.strip() else []
@@ -186,7 +193,15 @@ class RecallCachedManager(BaseMemoryManager):
                 if unchanged:
                     text = normalise_query(queries[index])
                     self.store.put(version, options, text, results, space=space, vector=vector)
-        return [list(a) if a is not None else [] for a in answers]
+        return self._tracked(queries, [list(a) if a is not None else [] for a in answers])
+
+    def _tracked(
+        self, queries: Sequence[str], answers: list[list[MemorySearchResult]]
+    ) -> list[list[MemorySearchResult]]:
+        """Record every answer, cached or not, with the tracker (if any)."""
+        if self.tracker is not None:
+            self.tracker.record_searches(zip(queries, answers, strict=True))
+        return answers
 
     def _backend(
         self, queries: list[str], kwargs: dict[str, Any]
@@ -249,12 +264,18 @@ class RecallCachedManager(BaseMemoryManager):
         if self.config.enabled:
             self._version()
             self._embedder()
-        return self._inner.status().model_copy(update={"recall_cache": self.cache_status()})
+        update: dict[str, Any] = {"recall_cache": self.cache_status()}
+        if self.tracker is not None:
+            update["recall_tracking"] = self.tracker.status()
+        return self._inner.status().model_copy(update=update)
 
     def read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
     ) -> ReadFileResult:
-        return self._inner.read_file(rel_path, from_line=from_line, lines=lines)
+        result = self._inner.read_file(rel_path, from_line=from_line, lines=lines)
+        if self.tracker is not None:
+            self.tracker.record_read(result, from_line, lines)
+        return result
 
     def sync(
         self,
@@ -273,6 +294,8 @@ class RecallCachedManager(BaseMemoryManager):
 
     def close(self) -> None:
         self._inner.close()
+        if self.tracker is not None:
+            self.tracker.close()
 
 
 def unwrap(manager: object) -> object:

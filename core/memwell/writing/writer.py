@@ -99,7 +99,7 @@ class MemoryWriter:
         if file is not None:
             target = target_path(file)
         elif title is not None:
-            target = self._root_file()
+            target = self.root_file()
         else:
             target = self.daily_path()
 
@@ -146,7 +146,8 @@ class MemoryWriter:
         """The ``limit`` most recently changed memory files, newest first."""
         return recent_files(self.workspace, limit, self.settings.extra_paths)
 
-    def _root_file(self) -> str:
+    def root_file(self) -> str:
+        """``MEMORY.md``, or ``memory.md`` when only that one exists."""
         upper, lower = ROOT_MEMORY_FILES
         if not (self.workspace / upper).exists() and (self.workspace / lower).is_file():
             return lower

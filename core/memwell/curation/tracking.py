@@ -1,0 +1,347 @@
+"""Recall tracking: which chunks each search returned, in a sidecar of the index directory.
+
+The port of the reference's short-term recall store. For every hit a search returns, the
+entry of that chunk (``source:path:start:end``) counts one more recall, adds the hit's score
+to its total and its maximum, remembers the query's hash (the last 32) and the day (the last
+16 distinct local dates), refreshes its snippet and concept tags, and sets its first and last
+recall times. ``daily_count`` is the number of recalls on the entry's latest recall day. A
+later :meth:`~RecallTracker.record_read` of lines that overlap a recalled chunk (the agent's
+``memory_get``, ``memwell get``) grounds it: ``grounded_count`` goes up and the chunk's mean
+score is added once more, so grounding raises frequency and consolidation without changing
+relevance.
+
+The sidecar is ``<index_dir>/recall-tracking.sqlite``: derived data (deleting it loses only
+the recall history), written in short ``BEGIN IMMEDIATE`` transactions in WAL mode, so any
+number of processes can record at once. A failure never breaks a search or a read: it is
+logged once per distinct error and reported in ``status().recall_tracking``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..config import MemwellSettings
+from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
+from ..retrieval.keywords import extract_keywords
+
+log = logging.getLogger(__name__)
+
+SIDECAR_NAME = "recall-tracking.sqlite"
+MAX_QUERY_HASHES = 32
+MAX_RECALL_DAYS = 16
+MAX_CONCEPT_TAGS = 8
+BUSY_TIMEOUT_MS = 2000
+
+Clock = Callable[[], datetime]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS recalls (
+    key TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    snippet TEXT NOT NULL,
+    recall_count INTEGER NOT NULL,
+    daily_count INTEGER NOT NULL,
+    grounded_count INTEGER NOT NULL,
+    total_score REAL NOT NULL,
+    max_score REAL NOT NULL,
+    first_recalled_at TEXT NOT NULL,
+    last_recalled_at TEXT NOT NULL,
+    query_hashes TEXT NOT NULL,
+    recall_days TEXT NOT NULL,
+    concept_tags TEXT NOT NULL,
+    promoted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS recalls_path ON recalls(path);
+"""
+_COLUMNS = (
+    "key, path, start_line, end_line, source, snippet, recall_count, daily_count, "
+    "grounded_count, total_score, max_score, first_recalled_at, last_recalled_at, "
+    "query_hashes, recall_days, concept_tags, promoted_at"
+)
+
+
+def query_hash(query: str) -> str:
+    """The reference's query hash: SHA-1 of the lowercased, trimmed query, 12 hex digits."""
+    return hashlib.sha1(query.strip().lower().encode("utf-8")).hexdigest()[:12]
+
+
+def entry_key(source: str, path: str, start_line: int, end_line: int) -> str:
+    """The chunk's key: ``source:path:start:end``."""
+    return f"{source}:{path}:{start_line}:{end_line}"
+
+
+def concept_tags(path: str, snippet: str) -> list[str]:
+    """Up to 8 distinct keywords of the snippet (stop words, numbers and short words out)."""
+    del path  # the reference also mines the path; memwell's paths are dates and topics
+    tags = [t for t in extract_keywords(snippet) if len(t) >= 3 or not t.isascii()]
+    return tags[:MAX_CONCEPT_TAGS]
+
+
+def _recent_distinct(values: Sequence[str], new: str, limit: int) -> list[str]:
+    kept = [v for v in dict.fromkeys(values) if v and v != new]
+    return [*kept, new][-limit:]
+
+
+@dataclass
+class RecallEntry:
+    """One tracked chunk (the reference's short-term recall entry)."""
+
+    key: str
+    path: str
+    start_line: int
+    end_line: int
+    source: str
+    snippet: str
+    recall_count: int = 0
+    daily_count: int = 0
+    grounded_count: int = 0
+    total_score: float = 0.0
+    max_score: float = 0.0
+    first_recalled_at: str = ""
+    last_recalled_at: str = ""
+    query_hashes: list[str] = field(default_factory=list)
+    recall_days: list[str] = field(default_factory=list)
+    concept_tags: list[str] = field(default_factory=list)
+    promoted_at: str | None = None
+
+    @property
+    def signal_count(self) -> int:
+        """Recalls plus grounded reads (``daily_count`` is a part of ``recall_count``)."""
+        return self.recall_count + self.grounded_count
+
+    def _row(self) -> tuple[object, ...]:
+        return (
+            self.key,
+            self.path,
+            self.start_line,
+            self.end_line,
+            self.source,
+            self.snippet,
+            self.recall_count,
+            self.daily_count,
+            self.grounded_count,
+            self.total_score,
+            self.max_score,
+            self.first_recalled_at,
+            self.last_recalled_at,
+            json.dumps(self.query_hashes),
+            json.dumps(self.recall_days),
+            json.dumps(self.concept_tags, ensure_ascii=False),
+            self.promoted_at,
+        )
+
+    @classmethod
+    def _from_row(cls, row: Sequence[object]) -> RecallEntry:
+        values = list(row)
+        for index in (13, 14, 15):
+            values[index] = json.loads(str(values[index]))
+        return cls(*values)  # type: ignore[arg-type]
+
+
+class RecallTracker:
+    """Records searches and reads of one workspace in its sidecar (see the module docstring).
+
+    :param path: the sidecar file.
+    :param clock: the current time, timezone-aware (default: now, local time); recall days
+        are its local dates.
+    """
+
+    def __init__(self, path: Path, *, clock: Clock | None = None) -> None:
+        self.path = path
+        self._clock = clock or (lambda: datetime.now().astimezone())
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self.last_error: str | None = None
+        self._said: set[str] = set()
+
+    @classmethod
+    def for_workspace(
+        cls, workspace: Path, settings: MemwellSettings, *, clock: Clock | None = None
+    ) -> RecallTracker:
+        """The tracker of ``workspace``: ``<index_dir>/recall-tracking.sqlite``."""
+        return cls(workspace / settings.index_dir / SIDECAR_NAME, clock=clock)
+
+    # -- the sidecar ------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _failed(self, action: str, exc: Exception) -> None:
+        self.last_error = f"{action} failed: {type(exc).__name__}: {exc}"
+        if self.last_error not in self._said:
+            self._said.add(self.last_error)
+            log.warning("memwell: recall tracking %s (the search is not affected)", self.last_error)
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def entries(self) -> list[RecallEntry]:
+        """Every tracked chunk (raises if the sidecar cannot be read)."""
+        with self._lock:
+            rows = self._connect().execute(f"SELECT {_COLUMNS} FROM recalls").fetchall()
+        return [RecallEntry._from_row(row) for row in rows]
+
+    def close(self) -> None:
+        """Close the sidecar connection (idempotent)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- recording --------------------------------------------------------------------------
+
+    def _now(self) -> tuple[str, str]:
+        now = self._clock()
+        utc = now.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+        return utc.replace("+00:00", "Z"), now.date().isoformat()
+
+    def record_search(self, query: str, results: Iterable[MemorySearchResult]) -> None:
+        """Count one recall of each hit of ``query`` (never raises)."""
+        self.record_searches([(query, results)])
+
+    def record_searches(self, searches: Iterable[tuple[str, Iterable[MemorySearchResult]]]) -> None:
+        """:meth:`record_search` for each ``(query, hits)``, in one transaction."""
+        batch = [
+            (
+                query_hash(query),
+                {entry_key(r.source, r.path, r.start_line, r.end_line): r for r in hits},
+            )
+            for query, hits in searches
+            if query.strip()
+        ]
+        if not any(hits for _, hits in batch):
+            return
+        try:
+            self._record(batch)
+        except Exception as exc:
+            self._failed("recording a search", exc)
+
+    def _record(self, batch: list[tuple[str, dict[str, MemorySearchResult]]]) -> None:
+        now, day = self._now()
+        with self._transaction() as conn:
+            for qhash, key, hit in ((q, k, h) for q, hits in batch for k, h in hits.items()):
+                row = conn.execute(f"SELECT {_COLUMNS} FROM recalls WHERE key = ?", (key,))
+                found = row.fetchone()
+                entry = (
+                    RecallEntry._from_row(found)
+                    if found
+                    else RecallEntry(
+                        key,
+                        hit.path,
+                        hit.start_line,
+                        hit.end_line,
+                        hit.source,
+                        hit.snippet,
+                        first_recalled_at=now,
+                    )
+                )
+                same_day = bool(entry.recall_days) and entry.recall_days[-1] == day
+                entry.daily_count = entry.daily_count + 1 if same_day else 1
+                entry.recall_count += 1
+                entry.total_score += hit.score
+                entry.max_score = max(entry.max_score, hit.score)
+                entry.last_recalled_at = now
+                entry.snippet = hit.snippet or entry.snippet
+                entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
+                entry.recall_days = _recent_distinct(entry.recall_days, day, MAX_RECALL_DAYS)
+                entry.concept_tags = concept_tags(hit.path, entry.snippet) or entry.concept_tags
+                conn.execute(
+                    f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row()
+                )
+
+    def record_read(self, result: ReadFileResult, from_line: int | None, lines: int | None) -> None:
+        """Ground every recalled chunk of the read file whose lines the read overlaps."""
+        if result.missing or not result.text:
+            return
+        first = from_line or 1
+        last = first + lines - 1 if lines else None
+        try:
+            self._ground(result.path, first, last)
+        except Exception as exc:
+            self._failed("recording a read", exc)
+
+    def _ground(self, path: str, first: int, last: int | None) -> None:
+        now, day = self._now()
+        with self._transaction() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM recalls WHERE path = ? AND end_line >= ?"
+                + (" AND start_line <= ?" if last is not None else ""),
+                (path, first) if last is None else (path, first, last),
+            ).fetchall()
+            for row in rows:
+                entry = RecallEntry._from_row(row)
+                entry.total_score += entry.total_score / max(1, entry.signal_count)
+                entry.grounded_count += 1
+                entry.last_recalled_at = now
+                entry.recall_days = _recent_distinct(entry.recall_days, day, MAX_RECALL_DAYS)
+                conn.execute(
+                    f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row()
+                )
+
+    def mark_promoted(self, keys: Iterable[str]) -> None:
+        """Record that these chunks were promoted into MEMORY.md now."""
+        now, _ = self._now()
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE recalls SET promoted_at = ? WHERE key = ?", [(now, k) for k in keys]
+            )
+
+    # -- status -----------------------------------------------------------------------------
+
+    def status(self) -> RecallTrackingStatus:
+        """The sidecar's state; an unreadable sidecar is reported, not raised."""
+        base = {"enabled": True, "path": str(self.path)}
+        if not self.path.exists():
+            return RecallTrackingStatus(**base, error=self.last_error)
+        try:
+            with self._lock:
+                count, promoted = (
+                    self._connect()
+                    .execute("SELECT COUNT(*), COUNT(promoted_at) FROM recalls")
+                    .fetchone()
+                )
+        except Exception as exc:
+            self._failed("reading the sidecar", exc)
+            return RecallTrackingStatus(**base, error=self.last_error)
+        return RecallTrackingStatus(**base, entries=count, promoted=promoted, error=self.last_error)
