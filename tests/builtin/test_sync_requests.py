@@ -77,7 +77,7 @@ def test_requests_during_a_scan_share_one_rerun_and_see_its_error() -> None:
     scans: list[bool] = []
     inside, release = threading.Event(), threading.Event()
 
-    def scan(force: bool) -> None:
+    def scan(force: bool, sources: frozenset[str] | None) -> None:
         scans.append(force)
         if len(scans) == 1:
             inside.set()

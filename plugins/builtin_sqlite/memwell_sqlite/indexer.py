@@ -87,12 +87,19 @@ class Indexer:
         self.stats = SyncStats()
 
     def run(
-        self, *, full: bool, progress: Callable[[SyncProgress], None] | None = None
+        self,
+        *,
+        full: bool,
+        progress: Callable[[SyncProgress], None] | None = None,
+        sources: frozenset[str] | None = None,
     ) -> SyncStats:
-        """Index every changed file (all files when ``full``) and drop vanished ones."""
+        """Index every changed file (all files when ``full``) and drop vanished ones; with
+        ``sources``, only files of those sources are looked at."""
         pending: list[PendingFile] = []
         seen: dict[str, set[str]] = {}
         for source in self.settings.sources:
+            if sources is not None and source not in sources:
+                continue
             known = self.store.file_states(source)
             present = seen.setdefault(source, set())
             scan = self._scan_memory if source == "memory" else self._scan_sessions
@@ -117,7 +124,7 @@ class Indexer:
                         total_chunks=total_chunks,
                     )
                 )
-        self._remove_vanished(seen)
+        self._remove_vanished(seen, sources)
         max_entries = self.settings.cache.max_entries
         if self.settings.cache.enabled and max_entries:
             self.stats.evicted = self.store.cache_prune(max_entries)
@@ -245,9 +252,9 @@ class Indexer:
                 self.stats.indexed += 1
                 self.stats.chunks += len(rows)
 
-    def _remove_vanished(self, seen: dict[str, set[str]]) -> None:
+    def _remove_vanished(self, seen: dict[str, set[str]], scanned: frozenset[str] | None) -> None:
         with self.store.conn:
-            for source in ("memory", "sessions"):
+            for source in ("memory", "sessions") if scanned is None else sorted(scanned):
                 present = seen.get(source, set())
                 for path in self.store.file_states(source):
                     if path not in present:

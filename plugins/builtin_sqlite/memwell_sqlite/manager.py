@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from memwell.config import MemwellSettings
+from memwell.curation.session_delta import SESSIONS_ONLY_REASONS, SessionDeltaTracker
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import EmbeddingProvider, Matrix
@@ -36,7 +37,7 @@ from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.paths import read_memory_file
-from memwell.sources.sessions import readable_sessions_dir
+from memwell.sources.sessions import list_session_files, readable_sessions_dir
 
 from .config import BuiltinConfig
 from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
@@ -104,6 +105,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._kept_model_index_said = False
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
+        self.session_deltas: SessionDeltaTracker | None = None
+        if "sessions" in self.settings.sources:
+            self.session_deltas = SessionDeltaTracker(self.settings, sync=self._safe_sync)
         if self.purpose == "default":
             self._start_triggers()
 
@@ -126,6 +130,7 @@ class SqliteMemoryManager(BaseMemoryManager):
                 on_dirty=self._mark_dirty,
                 on_change=lambda: self.sync(reason="watch"),
                 debounce_s=sync_cfg.watch_debounce_ms / 1000,
+                transcripts=self._transcript_growth(),
             )
             try:
                 self._watcher.start()
@@ -137,6 +142,11 @@ class SqliteMemoryManager(BaseMemoryManager):
                 target=self._interval_loop, name="memwell-interval-sync", daemon=True
             )
             self._interval.start()
+
+    def _transcript_growth(self) -> tuple[Path, Callable[[Path], None]] | None:
+        if self.session_deltas is None:
+            return None
+        return sessions_dir(self.settings, self.workspace), self.session_deltas.schedule
 
     def _interval_loop(self) -> None:
         period = self.settings.sync.interval_minutes * 60
@@ -217,14 +227,21 @@ class SqliteMemoryManager(BaseMemoryManager):
         """
         if self.closed:
             raise BackendUnavailableError("memory manager is closed")
-        self._gate.run(lambda forced: self._sync_locked(forced, progress), force=force)
+        scope = frozenset({"sessions"}) if reason in SESSIONS_ONLY_REASONS else None
+        self._gate.run(
+            lambda forced, only: self._sync_locked(forced, progress, only),
+            force=force,
+            sources=scope,
+        )
 
-    def _sync_locked(self, force: bool, progress: ProgressCallback | None) -> None:
+    def _sync_locked(
+        self, force: bool, progress: ProgressCallback | None, only: frozenset[str] | None = None
+    ) -> None:
         if self.closed:  # closed while this request waited for a running sync
             raise BackendUnavailableError("memory manager is closed")
         try:
             try:
-                self._sync_once(force, progress)
+                self._sync_once(force, progress, only)
             except Exception as exc:
                 if not (
                     isinstance(exc, ProviderError) or _EMBEDDING_ERROR.search(str(exc))
@@ -241,21 +258,28 @@ class SqliteMemoryManager(BaseMemoryManager):
             raise
         self.last_sync_error = None
 
-    def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
+    def _sync_once(
+        self, force: bool, progress: ProgressCallback | None, only: frozenset[str] | None = None
+    ) -> None:
         if not self.index_dir.writable():
             raise IndexReadOnlyError(
                 f"index directory {self.index_dir.root} is read-only: cannot sync "
                 "(search the existing index with --no-sync)"
             )
-        self.dirty = False
+        if only is None:
+            self.dirty = False
         with self.index_dir.write_lock():
             opened = self.files.open_for_sync()
             if opened is None:
                 self._full_reindex(None, progress)
             else:
-                self._update(*opened, force=force, progress=progress)
+                self._update(*opened, force=force, progress=progress, only=only)
             self.generation += 1
         self.vectors.invalidate()
+        if self.session_deltas is not None:
+            self.session_deltas.synced(
+                list_session_files(sessions_dir(self.settings, self.workspace))
+            )
 
     def _update(
         self,
@@ -265,9 +289,11 @@ class SqliteMemoryManager(BaseMemoryManager):
         *,
         force: bool,
         progress: ProgressCallback | None,
+        only: frozenset[str] | None = None,
     ) -> None:
-        """Sync the opened published index: incrementally, or by a rebuild when one is due
-        (forced, configuration changed, or the incremental pass found it damaged)."""
+        """Sync the opened published index: incrementally (only the ``only`` sources, if
+        given), or by a rebuild when one is due (forced, configuration changed, or the
+        incremental pass found it damaged)."""
         old: Path | None = path
         try:
             if not force and self._keeps_model_index(meta):
@@ -275,7 +301,10 @@ class SqliteMemoryManager(BaseMemoryManager):
             if not force and self._needs_full(meta, store) is None:
                 try:
                     indexer = Indexer(store, self.settings, self.runtime, self.workspace)
-                    self.unreadable = indexer.run(full=False, progress=progress).errors
+                    errors = indexer.run(full=False, progress=progress, sources=only).errors
+                    if only is not None:
+                        return
+                    self.unreadable = errors
                     if meta is not None and self.unreadable != meta.get("unreadable", []):
                         store.write_meta({**meta, "unreadable": self.unreadable})  # for status
                     return
@@ -707,6 +736,8 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._stop.set()
         if self._watcher is not None:
             self._watcher.stop()
+        if self.session_deltas is not None:
+            self.session_deltas.close()
         background = self._background
         if background is not None:
             background.join(timeout=30)

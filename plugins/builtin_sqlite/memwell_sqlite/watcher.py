@@ -39,6 +39,8 @@ class _Handler(FileSystemEventHandler):
             path = raw.decode() if isinstance(raw, bytes) else raw
             if not path or self.watcher.ignores(Path(path)):
                 continue
+            if event.event_type in ("created", "modified") and self.watcher.grew(Path(path)):
+                return
             if event.is_directory and event.event_type == "created":
                 self.watcher.on_directory_created(Path(path))
             if event.is_directory or is_relevant(path, (".md", ".jsonl")):
@@ -47,7 +49,11 @@ class _Handler(FileSystemEventHandler):
 
 
 class MemoryWatcher:
-    """Watches the memory roots; calls ``on_change`` once edits settle for ``debounce_s``."""
+    """Watches the memory roots; calls ``on_change`` once edits settle for ``debounce_s``.
+
+    With ``transcripts``, writes to transcripts in that sessions directory go to its callback
+    instead (the session-delta tracker decides when they are synced).
+    """
 
     def __init__(
         self,
@@ -57,6 +63,7 @@ class MemoryWatcher:
         on_change: Callable[[], None],
         debounce_s: float,
         ignore: Iterable[Path] = (),
+        transcripts: tuple[Path, Callable[[Path], None]] | None = None,
     ) -> None:
         self.workspace = workspace
         self.roots = [r for r in roots if r.is_dir()]
@@ -65,6 +72,8 @@ class MemoryWatcher:
         self.on_dirty = on_dirty
         self.on_change = on_change
         self.debounce_s = debounce_s
+        #: The sessions directory and what a transcript's growth goes to (session deltas).
+        self.transcripts = transcripts
         self._observer: Any = None
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
@@ -87,6 +96,16 @@ class MemoryWatcher:
         """Whether ``path`` is one of the ignored directories or inside one."""
         resolved = path.resolve()
         return any(resolved == d or d in resolved.parents for d in self.ignored)
+
+    def grew(self, path: Path) -> bool:
+        """Hand a written session transcript to the session-delta tracker, if there is one."""
+        if self.transcripts is None or not path.name.endswith(".jsonl"):
+            return False
+        root, on_growth = self.transcripts
+        if path.parent.resolve() != root:
+            return False
+        on_growth(path)
+        return True
 
     def on_directory_created(self, path: Path) -> None:
         """Start watching ``memory/`` if it appears after the watcher started."""
