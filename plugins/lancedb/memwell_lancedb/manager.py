@@ -36,7 +36,7 @@ from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.paths import read_memory_file
 from memwell.sources.sessions import readable_sessions_dir
 
-from .capture import CaptureDecision, detect_category, select_captures
+from .capture import CaptureDecision, capture_importance, detect_category, select_captures
 from .config import LanceConfig, is_local_uri, resolve_uri
 from .db import LanceDatabase
 from .index import FTS_ONLY_MODEL, DocumentIndex
@@ -49,7 +49,6 @@ BACKEND_NAME = "lancedb"
 AUTO_RECALL_LIMIT = 3
 AUTO_RECALL_MIN_SCORE = 0.3
 AUTO_RECALL_MIN_PROMPT = 5
-CAPTURE_IMPORTANCE = 0.7
 
 
 class LanceMemoryManager(BaseMemoryManager):
@@ -235,11 +234,12 @@ class LanceMemoryManager(BaseMemoryManager):
             if not has_provider:
                 report.append((decision, "no_provider"))
                 continue
+            category = detect_category(decision.text)
             try:
                 outcome = self.memories.store(
                     decision.text,
-                    importance=CAPTURE_IMPORTANCE,
-                    category=detect_category(decision.text),
+                    importance=capture_importance(decision.text, category),
+                    category=category,
                     session=session_key,
                 )
             except MemoryRejected as exc:

@@ -60,12 +60,22 @@ class Memory:
         }
 
 
+#: Recall ranks by ``score * (IMPORTANCE_FLOOR + (1 - IMPORTANCE_FLOOR) * importance)``.
+IMPORTANCE_FLOOR = 0.8
+
+
 @dataclass(frozen=True)
 class MemoryHit:
     """A memory found by similarity; ``score`` is the cosine similarity clamped to [0, 1]."""
 
     memory: Memory
     score: float
+
+    @property
+    def rank(self) -> float:
+        """The recall order: similarity weighted by importance (importance 0 keeps 80%)."""
+        weight = IMPORTANCE_FLOOR + (1.0 - IMPORTANCE_FLOOR) * self.memory.importance
+        return self.score * weight
 
     def as_dict(self) -> dict[str, object]:
         return {**self.memory.as_dict(), "score": round(self.score, 4)}

@@ -33,6 +33,7 @@ from memwell.errors import ProviderUnavailableError
 from memwell.retrieval.hybrid import clamp01
 from memwell.sources.redact import redact
 
+from .capture import is_trivial
 from .db import LanceDatabase, Table, arrow_rows, sql_literal, vector_type
 from .journal import Journal, format_timestamp
 from .memory import (
@@ -54,6 +55,8 @@ MEMORIES_TABLE = "memories"
 META_KEY = "memories"
 DUPLICATE_SIMILARITY = 0.95
 RECALL_MIN_SCORE = 0.1
+#: Recall looks at this many times ``limit`` nearest memories before ranking by importance.
+RECALL_POOL_FACTOR = 4
 FORGET_CANDIDATES = 5
 FORGET_MIN_SCORE = 0.7
 FORGET_AUTO_DELETE = 0.9
@@ -256,12 +259,17 @@ class MemoryStore:
 
         The text is redacted first, so no secret reaches the provider, the table or the journal.
 
-        :raises MemoryRejected: empty, longer than 10,000 characters, or prompt injection.
+        :raises MemoryRejected: empty, trivial, longer than 10,000 characters, or prompt
+            injection.
         :raises ValueError: an unknown category or an importance outside [0, 1].
         """
         clean = redact(normalise_text(text))
         if not clean:
             raise MemoryRejected("empty", "the memory text is empty")
+        if is_trivial(clean):
+            raise MemoryRejected(
+                "trivial", "the memory text is trivial (filler or under 3 letters)"
+            )
         if len(clean) > MAX_MEMORY_CHARS:
             raise MemoryRejected("too_long", f"memories are at most {MAX_MEMORY_CHARS} characters")
         if looks_like_prompt_injection(clean):
@@ -301,14 +309,18 @@ class MemoryStore:
     def recall(
         self, query: str, *, limit: int = RECALL_LIMIT, min_score: float = RECALL_MIN_SCORE
     ) -> list[MemoryHit]:
-        """The ``limit`` memories most similar to ``query`` scoring at least ``min_score``."""
+        """The ``limit`` best memories for ``query`` among those at least ``min_score``
+        similar: the most similar of ``limit * 4`` candidates, ranked by similarity weighted
+        with importance (:attr:`MemoryHit.rank`)."""
         if not query.strip() or limit < 1:
             return []
         table = self._table(create=False)
         if table is None:
             return []
         vector = self.runtime.embed_query(query)
-        return [hit for hit in self._nearest(table, vector, limit) if hit.score >= min_score]
+        pool = self._nearest(table, vector, limit * RECALL_POOL_FACTOR)
+        found = [hit for hit in pool if hit.score >= min_score]
+        return sorted(found, key=lambda h: (-h.rank, -h.score, h.memory.id))[:limit]
 
     @_recovers_lost_table
     def get(self, memory_id: str) -> Memory | None:
