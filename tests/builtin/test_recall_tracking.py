@@ -25,7 +25,9 @@ UTC = timezone.utc
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
-def _sidecar_rows(workspace: Path) -> dict[str, sqlite3.Row]:
+def _sidecar_rows(workspace: Path, memory: MemorySearchManager) -> dict[str, sqlite3.Row]:
+    assert isinstance(memory, RecallCachedManager) and memory.tracker is not None
+    assert memory.tracker.flush()  # recording runs in the background
     conn = sqlite3.connect(workspace / ".memwell" / "recall-tracking.sqlite")
     conn.row_factory = sqlite3.Row
     try:
@@ -60,7 +62,7 @@ def test_every_search_and_cached_hit_is_recorded_and_a_read_grounds(
     assert memory.status().recall_cache.exact.hits == 1  # type: ignore[union-attr]
     memory.search("requests per minute", min_score=0.0)
     key = f"memory:{first[0].path}:{first[0].start_line}:{first[0].end_line}"
-    row = _sidecar_rows(ws)[key]
+    row = _sidecar_rows(ws, memory)[key]
     assert row["recall_count"] == 3  # the cached answer counts as a recall
     assert row["daily_count"] == 3
     assert row["grounded_count"] == 0
@@ -72,7 +74,7 @@ def test_every_search_and_cached_hit_is_recorded_and_a_read_grounds(
     hit = first[0]
     memory.read_file(hit.path, from_line=3, lines=5)  # the fact's line, inside the chunk
     memory.read_file("memory/2026-11-29.md", from_line=1, lines=3)  # another file: no grounding
-    row = _sidecar_rows(ws)[key]
+    row = _sidecar_rows(ws, memory)[key]
     assert row["grounded_count"] == 1
     tracking = memory.status().recall_tracking
     assert tracking is not None and tracking.entries >= 1 and tracking.error is None
@@ -95,6 +97,25 @@ def test_a_broken_sidecar_never_breaks_search_and_is_reported(
     runner = CliRunner()
     shown = runner.invoke(cli, ["-w", str(ws), "--provider", "none", "status"])
     assert "recall tracking:" in shown.output and "ERROR" in shown.output
+
+
+def test_a_locked_sidecar_never_makes_a_search_wait(open_ws: OpenFn, tmp_path: Path) -> None:
+    ws = _daily_workspace(tmp_path / "ws")
+    memory = open_ws(ws, provider="none", cache={"recall": {"enabled": False}})
+    memory.sync()
+    memory.search("billing rate limit", min_score=0.0)
+    _sidecar_rows(ws, memory)  # the sidecar exists now
+    other = sqlite3.connect(ws / ".memwell" / "recall-tracking.sqlite", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        for _ in range(5):  # each returns at once; the writer thread waits for the lock
+            assert memory.search("billing rate limit", min_score=0.0)
+        assert memory.tracker.flush(timeout=0.05) is False  # type: ignore[attr-defined]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    rows = _sidecar_rows(ws, memory)
+    assert max(row["recall_count"] for row in rows.values()) == 6
 
 
 def test_disabled_tracking_writes_no_sidecar(open_ws: OpenFn, tmp_path: Path) -> None:
@@ -196,7 +217,7 @@ def _scripted_history(open_ws: OpenFn, ws: Path) -> MemorySearchManager:
 def test_promote_dry_run_ranks_exactly_as_the_formula_says(open_ws: OpenFn, tmp_path: Path) -> None:
     ws = _daily_workspace(tmp_path / "ws")
     memory = _scripted_history(open_ws, ws)
-    rows = {row["path"]: row for row in _sidecar_rows(ws).values()}
+    rows = {row["path"]: row for row in _sidecar_rows(ws, memory).values()}
     cfg = PromotionSettings(min_score=0.0)
     expected = {path: _expected(row, NOW, cfg) for path, row in rows.items()}
     assert rows["memory/2026-11-29.md"]["grounded_count"] == 1

@@ -11,16 +11,19 @@ score is added once more, so grounding raises frequency and consolidation withou
 relevance.
 
 The sidecar is ``<index_dir>/recall-tracking.sqlite``: derived data (deleting it loses only
-the recall history), written in short ``BEGIN IMMEDIATE`` transactions in WAL mode, so any
-number of processes can record at once. A failure never breaks a search or a read: it is
-logged once per distinct error and reported in ``status().recall_tracking``.
+the recall history), written by a background thread (a search never waits for it) in short
+``BEGIN IMMEDIATE`` transactions in WAL mode, so any number of processes can record at once.
+A failure never breaks a search or a read: it is logged once per distinct error and reported
+in ``status().recall_tracking``.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
+import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -39,7 +42,8 @@ SIDECAR_NAME = "recall-tracking.sqlite"
 MAX_QUERY_HASHES = 32
 MAX_RECALL_DAYS = 16
 MAX_CONCEPT_TAGS = 8
-BUSY_TIMEOUT_MS = 2000
+#: How long the writer thread waits for another process's write (searches never wait).
+BUSY_TIMEOUT_MS = 10_000
 
 Clock = Callable[[], datetime]
 
@@ -150,8 +154,27 @@ class RecallEntry:
         return cls(*values)  # type: ignore[arg-type]
 
 
+def _save(conn: sqlite3.Connection, entry: RecallEntry) -> None:
+    conn.execute(f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row())
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One recording, applied by the writer thread: a search's hits or a read's lines."""
+
+    now: str
+    day: str
+    searches: list[tuple[str, dict[str, MemorySearchResult]]] = field(default_factory=list)
+    read: tuple[str, int, int | None] | None = None
+
+
 class RecallTracker:
     """Records searches and reads of one workspace in its sidecar (see the module docstring).
+
+    Recording never blocks the caller: each search or read is queued with its time and
+    written by one background thread, in one transaction per batch of queued jobs.
+    :meth:`flush` waits for the queue (reading methods and :meth:`close` flush first, and so
+    does the interpreter's exit).
 
     :param path: the sidecar file.
     :param clock: the current time, timezone-aware (default: now, local time); recall days
@@ -165,6 +188,10 @@ class RecallTracker:
         self._conn: sqlite3.Connection | None = None
         self.last_error: str | None = None
         self._said: set[str] = set()
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._writer: threading.Thread | None = None
 
     @classmethod
     def for_workspace(
@@ -218,16 +245,55 @@ class RecallTracker:
 
     def entries(self) -> list[RecallEntry]:
         """Every tracked chunk (raises if the sidecar cannot be read)."""
+        self.flush()
         with self._lock:
             rows = self._connect().execute(f"SELECT {_COLUMNS} FROM recalls").fetchall()
         return [RecallEntry._from_row(row) for row in rows]
 
     def close(self) -> None:
-        """Close the sidecar connection (idempotent)."""
+        """Write what is queued, then close the sidecar connection (idempotent)."""
+        self.flush()
+        atexit.unregister(self.flush)
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # -- the writer thread ------------------------------------------------------------------
+
+    def _submit(self, job: _Job) -> None:
+        with self._idle:
+            self._pending += 1
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(
+                    target=self._write_loop, name="memwell-recall-tracking", daemon=True
+                )
+                self._writer.start()
+                atexit.register(self.flush)
+        self._jobs.put(job)
+
+    def _write_loop(self) -> None:
+        while True:
+            jobs = [self._jobs.get()]
+            while True:
+                try:
+                    jobs.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                with self._transaction() as conn:
+                    for job in jobs:
+                        self._apply(conn, job)
+            except Exception as exc:
+                self._failed("recording", exc)
+            with self._idle:
+                self._pending -= len(jobs)
+                self._idle.notify_all()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued recording is written; false on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     # -- recording --------------------------------------------------------------------------
 
@@ -237,11 +303,11 @@ class RecallTracker:
         return utc.replace("+00:00", "Z"), now.date().isoformat()
 
     def record_search(self, query: str, results: Iterable[MemorySearchResult]) -> None:
-        """Count one recall of each hit of ``query`` (never raises)."""
+        """Count one recall of each hit of ``query`` (never raises, never waits)."""
         self.record_searches([(query, results)])
 
     def record_searches(self, searches: Iterable[tuple[str, Iterable[MemorySearchResult]]]) -> None:
-        """:meth:`record_search` for each ``(query, hits)``, in one transaction."""
+        """:meth:`record_search` for each ``(query, hits)``."""
         batch = [
             (
                 query_hash(query),
@@ -250,45 +316,8 @@ class RecallTracker:
             for query, hits in searches
             if query.strip()
         ]
-        if not any(hits for _, hits in batch):
-            return
-        try:
-            self._record(batch)
-        except Exception as exc:
-            self._failed("recording a search", exc)
-
-    def _record(self, batch: list[tuple[str, dict[str, MemorySearchResult]]]) -> None:
-        now, day = self._now()
-        with self._transaction() as conn:
-            for qhash, key, hit in ((q, k, h) for q, hits in batch for k, h in hits.items()):
-                row = conn.execute(f"SELECT {_COLUMNS} FROM recalls WHERE key = ?", (key,))
-                found = row.fetchone()
-                entry = (
-                    RecallEntry._from_row(found)
-                    if found
-                    else RecallEntry(
-                        key,
-                        hit.path,
-                        hit.start_line,
-                        hit.end_line,
-                        hit.source,
-                        hit.snippet,
-                        first_recalled_at=now,
-                    )
-                )
-                same_day = bool(entry.recall_days) and entry.recall_days[-1] == day
-                entry.daily_count = entry.daily_count + 1 if same_day else 1
-                entry.recall_count += 1
-                entry.total_score += hit.score
-                entry.max_score = max(entry.max_score, hit.score)
-                entry.last_recalled_at = now
-                entry.snippet = hit.snippet or entry.snippet
-                entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
-                entry.recall_days = _recent_distinct(entry.recall_days, day, MAX_RECALL_DAYS)
-                entry.concept_tags = concept_tags(hit.path, entry.snippet) or entry.concept_tags
-                conn.execute(
-                    f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row()
-                )
+        if any(hits for _, hits in batch):
+            self._submit(_Job(*self._now(), searches=batch))
 
     def record_read(self, result: ReadFileResult, from_line: int | None, lines: int | None) -> None:
         """Ground every recalled chunk of the read file whose lines the read overlaps."""
@@ -296,31 +325,63 @@ class RecallTracker:
             return
         first = from_line or 1
         last = first + lines - 1 if lines else None
-        try:
-            self._ground(result.path, first, last)
-        except Exception as exc:
-            self._failed("recording a read", exc)
+        self._submit(_Job(*self._now(), read=(result.path, first, last)))
 
-    def _ground(self, path: str, first: int, last: int | None) -> None:
-        now, day = self._now()
-        with self._transaction() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM recalls WHERE path = ? AND end_line >= ?"
-                + (" AND start_line <= ?" if last is not None else ""),
-                (path, first) if last is None else (path, first, last),
-            ).fetchall()
-            for row in rows:
-                entry = RecallEntry._from_row(row)
-                entry.total_score += entry.total_score / max(1, entry.signal_count)
-                entry.grounded_count += 1
-                entry.last_recalled_at = now
-                entry.recall_days = _recent_distinct(entry.recall_days, day, MAX_RECALL_DAYS)
-                conn.execute(
-                    f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row()
-                )
+    def _apply(self, conn: sqlite3.Connection, job: _Job) -> None:
+        for qhash, hits in job.searches:
+            for key, hit in hits.items():
+                self._recall(conn, job, qhash, key, hit)
+        if job.read is not None:
+            self._ground(conn, job, *job.read)
+
+    def _recall(
+        self, conn: sqlite3.Connection, job: _Job, qhash: str, key: str, hit: MemorySearchResult
+    ) -> None:
+        found = conn.execute(f"SELECT {_COLUMNS} FROM recalls WHERE key = ?", (key,)).fetchone()
+        entry = (
+            RecallEntry._from_row(found)
+            if found
+            else RecallEntry(
+                key,
+                hit.path,
+                hit.start_line,
+                hit.end_line,
+                hit.source,
+                hit.snippet,
+                first_recalled_at=job.now,
+            )
+        )
+        same_day = bool(entry.recall_days) and entry.recall_days[-1] == job.day
+        entry.daily_count = entry.daily_count + 1 if same_day else 1
+        entry.recall_count += 1
+        entry.total_score += hit.score
+        entry.max_score = max(entry.max_score, hit.score)
+        entry.last_recalled_at = job.now
+        entry.snippet = hit.snippet or entry.snippet
+        entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
+        entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
+        entry.concept_tags = concept_tags(hit.path, entry.snippet) or entry.concept_tags
+        _save(conn, entry)
+
+    def _ground(
+        self, conn: sqlite3.Connection, job: _Job, path: str, first: int, last: int | None
+    ) -> None:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM recalls WHERE path = ? AND end_line >= ?"
+            + (" AND start_line <= ?" if last is not None else ""),
+            (path, first) if last is None else (path, first, last),
+        ).fetchall()
+        for row in rows:
+            entry = RecallEntry._from_row(row)
+            entry.total_score += entry.total_score / max(1, entry.signal_count)
+            entry.grounded_count += 1
+            entry.last_recalled_at = job.now
+            entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
+            _save(conn, entry)
 
     def mark_promoted(self, keys: Iterable[str]) -> None:
         """Record that these chunks were promoted into MEMORY.md now."""
+        self.flush()
         now, _ = self._now()
         with self._transaction() as conn:
             conn.executemany(
@@ -331,6 +392,7 @@ class RecallTracker:
 
     def status(self) -> RecallTrackingStatus:
         """The sidecar's state; an unreadable sidecar is reported, not raised."""
+        self.flush()
         base = {"enabled": True, "path": str(self.path)}
         if not self.path.exists():
             return RecallTrackingStatus(**base, error=self.last_error)
