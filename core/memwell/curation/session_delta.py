@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import MemwellSettings
+from ..debounce import Debouncer
 from ..manager import MemorySearchManager
 
 log = logging.getLogger(__name__)
@@ -86,11 +87,11 @@ class SessionDeltaTracker:
     ) -> None:
         self.config = settings.sync.sessions
         self._sync = sync
-        self.debounce_s = DEBOUNCE_SECONDS if debounce_s is None else debounce_s
         self.files: dict[Path, FileDelta] = {}
         self._lock = threading.Lock()
         self._batch: set[Path] = set()
-        self._timer: threading.Timer | None = None
+        delay = DEBOUNCE_SECONDS if debounce_s is None else debounce_s
+        self._debounce = Debouncer(delay, self._fire)
 
     def transcripts_updated(self, paths: Iterable[Path]) -> list[Path]:
         """Account for the growth of ``paths``; sync once if any was hit. Returns the hits."""
@@ -125,18 +126,14 @@ class SessionDeltaTracker:
         return True
 
     def schedule(self, path: Path) -> None:
-        """Add ``path`` to the batch processed :attr:`debounce_s` after the last update."""
+        """Add ``path`` to the batch processed ``debounce_s`` after the last update."""
         with self._lock:
             self._batch.add(path)
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.debounce_s, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+        self._debounce.touch()
 
     def _fire(self) -> None:
         with self._lock:
-            batch, self._batch, self._timer = list(self._batch), set(), None
+            batch, self._batch = list(self._batch), set()
         try:
             self.transcripts_updated(batch)
         except Exception as exc:  # a background trigger logs, never raises
@@ -156,10 +153,7 @@ class SessionDeltaTracker:
 
     def close(self) -> None:
         """Cancel a pending batch."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        self._debounce.cancel()
 
 
 def after_compaction(memory: MemorySearchManager, settings: MemwellSettings) -> bool:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Any
 
+from memwell.debounce import Debouncer
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
@@ -75,8 +75,7 @@ class MemoryWatcher:
         #: The sessions directory and what a transcript's growth goes to (session deltas).
         self.transcripts = transcripts
         self._observer: Any = None
-        self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
+        self._debounce = Debouncer(debounce_s, self._fire)
         self._watched: set[Path] = set()
 
     def start(self) -> None:
@@ -118,12 +117,7 @@ class MemoryWatcher:
 
     def touch(self) -> None:
         self.on_dirty()
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.debounce_s, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+        self._debounce.touch()
 
     def _fire(self) -> None:
         try:
@@ -132,10 +126,7 @@ class MemoryWatcher:
             log.warning("memwell watch sync failed: %s", exc)
 
     def stop(self) -> None:
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        self._debounce.cancel()
         if self._observer is not None:
             self._observer.stop()
             self._observer.join(timeout=5)

@@ -102,28 +102,28 @@ _AUX_START = re.compile(
     r"might)\s+(?:i|you|we|they|he|she|it|there|this|that|these|those|the|my|our|your)\b",
     re.IGNORECASE,
 )
-DECISIONS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        r"\b(?:we|i|the team)\s+(?:have\s+|has\s+)?(?:decided|agreed|chose|picked|settled)\b",
-        r"\bdecided\s+(?:to|on|that)\b",
-        r"\b(?:we'll|we will|we're going to|we are going to|let's|lets)\s+"
-        r"(?:use|go with|adopt|switch to|move to|stick with|keep|ship|deploy)\b",
-        r"\bgoing (?:to go )?with\b",
-        r"\bthe (?:decision|plan) is\b",
-    )
+
+
+def _patterns(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
+
+
+DECISIONS = _patterns(
+    r"\b(?:we|i|the team)\s+(?:have\s+|has\s+)?(?:decided|agreed|chose|picked|settled)\b",
+    r"\bdecided\s+(?:to|on|that)\b",
+    r"\b(?:we'll|we will|we're going to|we are going to|let's|lets)\s+"
+    r"(?:use|go with|adopt|switch to|move to|stick with|keep|ship|deploy)\b",
+    r"\bgoing (?:to go )?with\b",
+    r"\bthe (?:decision|plan) is\b",
 )
-CORRECTIONS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        r"^\s*(?:actually|correction|to clarify|no|sorry|wait)\b\s*[,:;-]",
-        r"^\s*actually\b",
-        r"\bi meant\b",
-        r"\b(?:it'?s|it is|that'?s|that is|they'?re|they are)\s+[\w.@/-]+(?:\s+[\w.@/-]+)?"
-        r",?\s+not\s+[\w.@/-]+",
-        r"\bnot\s+[\w.@/-]+\s*,?\s+but\s+\w+",
-        r"\binstead of\b",
-    )
+CORRECTIONS = _patterns(
+    r"^\s*(?:actually|correction|to clarify|no|sorry|wait)\b\s*[,:;-]",
+    r"^\s*actually\b",
+    r"\bi meant\b",
+    r"\b(?:it'?s|it is|that'?s|that is|they'?re|they are)\s+[\w.@/-]+(?:\s+[\w.@/-]+)?"
+    r",?\s+not\s+[\w.@/-]+",
+    r"\bnot\s+[\w.@/-]+\s*,?\s+but\s+\w+",
+    r"\binstead of\b",
 )
 _FACT_VERB = re.compile(
     r"\b(?:is|are|was|were|has|have|uses|runs|costs|takes|lasts|starts|ends|lives|works|"
@@ -133,19 +133,16 @@ _FACT_VERB = re.compile(
 _CONCRETE = re.compile(r"\d|\b\w+[_./:@-]\w+|(?<=\s)[A-Z][\w-]*")
 
 _EMOJI = re.compile("[\U0001f300-\U0001f9ff]")
-TRIGGERS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        r"zapamatuj si|pamatuj|remember",
-        r"preferuji|radši|nechci|prefer",
-        r"rozhodli jsme|budeme používat",
-        r"\+\d{10,}",
-        r"[\w.-]+@[\w.-]+\.\w+",
-        r"můj\s+\w+\s+je|je\s+můj",
-        r"my\s+\w+\s+is|is\s+my",
-        r"\bi (?:like|prefer|hate|love|want|need)\b",
-        r"always|never|important",
-    )
+TRIGGERS = _patterns(
+    r"zapamatuj si|pamatuj|remember",
+    r"preferuji|radši|nechci|prefer",
+    r"rozhodli jsme|budeme používat",
+    r"\+\d{10,}",
+    r"[\w.-]+@[\w.-]+\.\w+",
+    r"můj\s+\w+\s+je|je\s+můj",
+    r"my\s+\w+\s+is|is\s+my",
+    r"\bi (?:like|prefer|hate|love|want|need)\b",
+    r"always|never|important",
 )
 _CATEGORY_RULES = (
     ("preference", re.compile(r"prefer|radši|like|love|hate|want", re.IGNORECASE)),
