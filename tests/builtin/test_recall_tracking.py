@@ -248,7 +248,7 @@ def test_promote_appends_once_not_twice(open_ws: OpenFn, tmp_path: Path) -> None
     text = (ws / "MEMORY.md").read_text()
     assert text.startswith("# Memory\n\nLong-term notes.\n")  # every other byte kept
     assert "## Promoted From Short-Term Memory (2026-12-02)" in text
-    assert "source=memory/2026-11-28.md:1-3]" in text  # its lines now
+    assert "source=memory/2026-11-28.md:3-3]" in text  # the fact, not the title
     assert "The billing API rate limit is 100 requests per minute." in text
     again = promote(memory, ws, settings, clock=lambda: NOW)
     assert again.appended == []

@@ -32,8 +32,8 @@ def promote(
     query diversity, recency, consolidation, concept tags). Each goes under a dated heading
     with its source path:lines; a snippet already in MEMORY.md is never appended again.
     """
-    from ..curation.promotion import normalize_snippet
     from ..curation.promotion import promote as run_promotion
+    from ..curation.promotion import promoted_text
     from ..curation.tracking import RecallTracker
 
     settings = ctx.settings()
@@ -69,7 +69,7 @@ def promote(
                 f"{parts['consolidation']:6.3f} {parts['conceptual']:7.3f} "
                 f"{c.recall_count:>7} {c.unique_queries:>7} {len(c.recall_days):>4}  {c.source}"
             )
-            click.echo(f"   {normalize_snippet(c.snippet)[:96]}")
+            click.echo(f"   {promoted_text(c.snippet)[:96]}")
         click.echo(f"dry run: nothing written to {result.memory_file}")
         return
     for c in result.appended:

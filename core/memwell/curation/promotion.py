@@ -55,6 +55,7 @@ _DAY_S = 86_400.0
 _DAILY_NOTE = re.compile(r"(?:^|/)memory/(?:[^/]+/)*\d{4}-\d{2}-\d{2}(?:-[^/]+)?\.md$")
 _MARKER = re.compile(r"<!--\s*" + re.escape(MARKER_PREFIX) + r"(.+?)\s*-->")
 _WHITESPACE = re.compile(r"\s+")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
 COMPONENTS = ("frequency", "relevance", "diversity", "recency", "consolidation", "conceptual")
 
 
@@ -66,6 +67,11 @@ def is_daily_note(path: str) -> bool:
 def normalize_snippet(text: str) -> str:
     """Whitespace runs collapsed to one space, ends stripped."""
     return _WHITESPACE.sub(" ", text).strip()
+
+
+def promoted_text(snippet: str) -> str:
+    """What a bullet says: the snippet without its Markdown headings, on one line."""
+    return normalize_snippet("\n".join(s for s in snippet.splitlines() if not _HEADING.match(s)))
 
 
 def _clamp(value: float) -> float:
@@ -202,7 +208,7 @@ def rank_candidates(
         for entry in entries
         if entry.source == "memory"
         and is_daily_note(entry.path)
-        and normalize_snippet(entry.snippet)
+        and promoted_text(entry.snippet)
         and (include_promoted or entry.promoted_at is None)
         and (candidate := score_entry(entry, settings, now)) is not None
     ]
@@ -238,13 +244,16 @@ def bullet(candidate: PromotionCandidate, text: str) -> str:
 
 
 def _relocate(lines: Sequence[str], target: str, start: int) -> tuple[int, int] | None:
-    """The line range whose text begins with ``target`` (nearest to ``start``), if any."""
+    """The line range whose text (headings left out) begins with ``target`` (nearest to
+    ``start``), if any."""
     found: list[tuple[int, int]] = []
     for first in range(len(lines)):
-        if not lines[first].strip():
+        if not lines[first].strip() or _HEADING.match(lines[first]):
             continue
         text = ""
         for last in range(first, len(lines)):
+            if _HEADING.match(lines[last]):
+                continue
             text = normalize_snippet(f"{text} {lines[last]}")
             if text.startswith(target):
                 found.append((first + 1, last + 1))
@@ -265,9 +274,11 @@ class _Workspace:
         return read_memory_file(self.root, rel_path, extra_paths=self.settings.extra_paths).text
 
 
-def _rehydrate(ws: _Workspace, candidate: PromotionCandidate) -> PromotionCandidate | None:
-    """The candidate at its current lines in the source file, or ``None`` if it is gone."""
-    target = normalize_snippet(candidate.snippet)
+def _rehydrate(
+    ws: _Workspace, candidate: PromotionCandidate, target: str
+) -> PromotionCandidate | None:
+    """The candidate at the lines of the source file that now hold ``target`` (its
+    :func:`promoted_text`), or ``None`` if they are gone."""
     lines = ws.read(candidate.path).splitlines()
     span = _relocate(lines, target, candidate.start_line)
     if span is None:
@@ -331,7 +342,7 @@ def _select(
     blocks: list[str] = []
     present: list[str] = []
     for candidate in chosen:
-        text = normalize_snippet(candidate.snippet)
+        text = promoted_text(candidate.snippet)
         if candidate.key in ws.markers or text in existing:
             present.append(candidate.key)
             result.skipped.append(
@@ -340,7 +351,7 @@ def _select(
                 )
             )
             continue
-        current = _rehydrate(ws, candidate)
+        current = _rehydrate(ws, candidate, text)
         if current is None:
             result.skipped.append(
                 SkippedCandidate(
