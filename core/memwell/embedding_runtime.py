@@ -419,7 +419,12 @@ class EmbeddingRuntime:
     def _checked(
         self, provider: EmbeddingProvider, raw: Sequence[Sequence[float]] | Matrix, count: int
     ) -> Matrix:
-        matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
+        try:
+            matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # ragged rows, non-numbers: the provider's fault
+            raise ProviderError(
+                f"provider {provider.id!r} returned malformed vectors: {exc}", provider=provider.id
+            ) from exc
         if matrix.shape[0] != count:
             raise ProviderError(
                 f"provider {provider.id!r} returned {matrix.shape[0]} vectors for {count} inputs",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from memwell import sqlite_errors
 from memwell.config import MemwellSettings
 from memwell.errors import BackendUnavailableError, PathNotAllowedError
 from memwell.manager import BaseMemoryManager, ProgressCallback
@@ -543,7 +544,7 @@ class QmdMemoryManager(BaseMemoryManager):
             finally:
                 conn.close()
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
+            if sqlite_errors.is_contention(exc):
                 raise QmdBusy(f"qmd index busy while reading results: {exc}") from exc
             log.debug("qmd docid lookup failed: %s", exc)
             return []
