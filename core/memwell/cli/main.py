@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import __version__
 from ..errors import MemwellError
+from ..plugin_api import PLUGIN_API_VERSION
 from .lazy import LazyGroup
 
 if TYPE_CHECKING:
@@ -89,7 +91,11 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.option("--backend", help="Backend name (overrides the config).")
 @click.option("--provider", help="Embedding provider id, or 'none' for keyword-only mode.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what memwell does.")
-@click.version_option(package_name="memwell")
+@click.version_option(
+    __version__,
+    prog_name="memwell",
+    message=f"%(prog)s, version %(version)s (plugin API {PLUGIN_API_VERSION})",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
