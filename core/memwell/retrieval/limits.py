@@ -1,4 +1,4 @@
-"""Embedding input limits and request batching (spec 3.4 input limits, 3.5 step 2).
+"""Embedding input limits and request batching (by request bytes).
 
 UTF-8 byte length is used as a safe upper bound on a text's token count.
 """

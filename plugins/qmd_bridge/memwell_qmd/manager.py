@@ -484,7 +484,7 @@ class QmdMemoryManager(BaseMemoryManager):
     def _search_hits(
         self, query: str, limit: int, min_score: float, names: Sequence[str]
     ) -> list[QmdHit]:
-        """Run the search in the effective mode with the per-mode fallbacks of spec 6.5.
+        """Run the search in the effective mode with its per-mode fallbacks.
 
         A strict BM25 search without hits is retried per keyword (:meth:`_keyword_rescue`).
         A missing collection is re-created and the search retried once; a rejected flag
