@@ -331,15 +331,18 @@ def test_async_wrapper_uses_the_same_switching() -> None:
     assert factory.builds == 1
 
 
-def test_a_fallback_built_after_a_sync_is_synced_before_it_serves() -> None:
-    """The caller synced the primary and then searched: the fallback must not answer from an
-    index nobody brought up to date."""
-    primary = FakeManager("primary", fail_with=RuntimeError("crash"), failing={"search"})
+@pytest.mark.parametrize(("failing", "reason"), [("search", "fallback"), ("sync", "cli")])
+def test_a_fallback_built_after_a_sync_is_synced_once_before_it_serves(
+    failing: str, reason: str
+) -> None:
+    """The caller synced and searched: the fallback must not answer from an index nobody
+    brought up to date (whether the primary failed in the search or in the sync itself)."""
+    primary = FakeManager("primary", fail_with=RuntimeError("crash"), failing={failing})
     factory = Factory()
     mgr = FallbackMemoryManager(primary, factory, primary_name="qmd")
-    mgr.sync(reason="search")
+    mgr.sync(reason="cli")
     mgr.search("q")
-    assert factory.manager.calls["sync"] == 1 and factory.manager.last_sync[0] == "fallback"
+    assert factory.manager.calls["sync"] == 1 and factory.manager.last_sync[0] == reason
 
 
 def test_a_fallback_is_not_synced_when_nobody_asked_for_a_sync() -> None:
@@ -347,12 +350,3 @@ def test_a_fallback_is_not_synced_when_nobody_asked_for_a_sync() -> None:
     factory = Factory()
     FallbackMemoryManager(primary, factory, primary_name="qmd").search("q")
     assert factory.manager.calls["sync"] == 0
-
-
-def test_a_sync_that_fails_over_syncs_the_fallback_once() -> None:
-    primary = FakeManager("primary", fail_with=RuntimeError("crash"), failing={"sync"})
-    factory = Factory()
-    mgr = FallbackMemoryManager(primary, factory, primary_name="qmd")
-    mgr.sync(reason="cli")
-    mgr.search("q")
-    assert factory.manager.calls["sync"] == 1 and factory.manager.last_sync[0] == "cli"

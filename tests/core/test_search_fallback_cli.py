@@ -4,7 +4,7 @@ original traceback of the failure."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,47 +14,29 @@ import pytest
 from click.testing import CliRunner
 from memwell import factory
 from memwell import plugins as plugins_mod
+from memwell.backend import MemoryBackend, SearchRequest
 from memwell.cli.main import cli
-from memwell.descriptors import BackendContext, SearchBackend
+from memwell.descriptors import SearchBackend
 from memwell.hookspecs import hookimpl
-from memwell.manager import BaseMemoryManager
-from memwell.models import MemorySearchResult, MemoryStatus
+from memwell.manager import ProgressCallback
 from memwell.plugins import PluginRegistry
+from memwell.retrieval.candidate import Candidate
 from memwell.testing.conformance import write_workspace
 
 
-class CrashingManager(BaseMemoryManager):
+class CrashingManager(MemoryBackend):
     """A backend whose search hits a bug deep in its own code."""
 
-    def __init__(self, ctx: BackendContext) -> None:
-        self.ctx = ctx
-        self.closed = False
+    name = "crashing"
 
-    def _score(self, query: str) -> float:
-        raise KeyError(f"crashing backend lost its posting list for {query!r}")
-
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        self._score(query)
-        return []
-
-    def status(self) -> MemoryStatus:
-        return MemoryStatus(
-            backend="crashing", provider="none", workspace_dir=str(self.ctx.workspace)
-        )
-
-    def sync(self, **kwargs: Any) -> None:
+    def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
         return None
 
-    def close(self) -> None:
-        self.closed = True
+    def _search(self, request: SearchRequest) -> list[Candidate]:
+        raise KeyError(f"crashing backend lost its posting list for {request.query!r}")
+
+    def _index_status(self) -> dict[str, Any]:
+        return {"files": 0, "chunks": 0}
 
 
 @hookimpl
@@ -105,7 +87,7 @@ def test_verbose_shows_the_original_traceback(tmp_path: Path) -> None:
     ws = write_workspace(tmp_path / "ws")
     _, stderr = search(ws, "staging database", "--json", verbose=True)
     assert "Traceback (most recent call last)" in stderr
-    assert "in _score" in stderr  # the frame inside the backend, not just the summary
+    assert "in _search" in stderr  # the frame inside the backend, not just the summary
     assert "KeyError" in stderr
 
 
