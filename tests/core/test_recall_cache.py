@@ -121,7 +121,7 @@ def test_exact_tier_hit_and_miss(clock: Clock) -> None:
     memory = cached(backend, clock, semantic=False)
     first = memory.search("deploy  checklist ")
     again = memory.search(" deploy checklist")  # same after normalising whitespace
-    assert again == first and backend.calls == ["deploy  checklist "]
+    assert again == first and backend.calls == ["deploy  checklist"]  # stripped, as cut
     memory.search("deploy checklist", max_results=3)  # other options: a miss
     memory.search("Deploy checklist")  # case is kept: a miss
     assert len(backend.calls) == 3

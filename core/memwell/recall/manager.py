@@ -32,6 +32,7 @@ from ..models import (
     ReadFileResult,
     RecallCacheStatus,
 )
+from ..retrieval.query_limit import bound_query
 from ..retrieval.snippets import citations_enabled
 from . import protocols
 from .store import Clock, RecallStore
@@ -154,8 +155,13 @@ class RecallCachedManager(BaseMemoryManager):
         session_key: str | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[list[MemorySearchResult]]:
-        """Answer each query, in order; the backend answers the cache's misses in one batch."""
+        """Answer each query, in order; the backend answers the cache's misses in one batch.
+
+        Each query is cut to ``query.max_chars`` first, as the backend would cut it, so a
+        pasted document is never normalised or embedded whole for the cache's keys.
+        """
         self.open_session(session_key)
+        queries = [bound_query(q, self.settings.query.max_chars) for q in queries]
         kwargs: dict[str, Any] = {
             "max_results": max_results,
             "min_score": min_score,
