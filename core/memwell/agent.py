@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InvalidArgumentError
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
 from .recall.budget import DEFAULT_MAX_INJECTED_CHARS, fit_texts
@@ -98,7 +99,9 @@ def untrusted_block(
     plain tag name.
     """
     if not _TAG_NAME.fullmatch(title):
-        raise ValueError(f"invalid block title {title!r}; use letters, digits, '-' or '_'")
+        raise InvalidArgumentError(
+            f"invalid block title {title!r}; use letters, digits, '-' or '_'"
+        )
     if not items:
         return ""
     fitted = fit_texts([escape_memory_text(item) for item in items], max_chars)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from .errors import PluginError
+
 if TYPE_CHECKING:
     from .config import MemwellSettings
     from .embedding_runtime import EmbeddingRuntime
@@ -78,7 +80,7 @@ class SearchBackend:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.capabilities) - KNOWN_CAPABILITIES)
         if unknown:
-            raise ValueError(
+            raise PluginError(
                 f"backend {self.name!r} declares unknown capabilities {unknown}; "
                 f"known: {sorted(KNOWN_CAPABILITIES)}"
             )

@@ -31,7 +31,7 @@ from .retry import RetryPolicy
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: Request budget per embedding call for remote providers (spec 3.5), and texts per local call.
+#: Request budget per embedding call for remote providers, and texts per local call.
 REMOTE_BATCH_BYTES = 8000
 LOCAL_BATCH_TEXTS = 64
 
@@ -317,7 +317,7 @@ class EmbeddingRuntime:
         return max_input_tokens(provider.id, provider.model, provider.max_input_tokens)
 
     def input_limit_bytes(self) -> int:
-        """UTF-8 bytes a chunk may have before it is split for embedding (spec 3.4).
+        """UTF-8 bytes a chunk may have before it is split for embedding.
 
         Remote APIs reject over-long input, so their limit counts one byte per token (a safe
         upper bound). Local models truncate silently instead, so there the budget is the
@@ -384,7 +384,7 @@ class EmbeddingRuntime:
 
         Uses the provider's batch API (``batch_embed``) when ``remote.batch.enabled`` and the
         provider has one; a failed batch falls back to normal requests, and two failures
-        disable batching for this runtime (spec 3.5/3.10).
+        disable batching for this runtime.
         """
         provider = self._require()
         if not texts:
@@ -419,7 +419,12 @@ class EmbeddingRuntime:
     def _checked(
         self, provider: EmbeddingProvider, raw: Sequence[Sequence[float]] | Matrix, count: int
     ) -> Matrix:
-        matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
+        try:
+            matrix = to_unit_matrix(raw) if len(raw) else np.zeros((0, 0), dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # ragged rows, non-numbers: the provider's fault
+            raise ProviderError(
+                f"provider {provider.id!r} returned malformed vectors: {exc}", provider=provider.id
+            ) from exc
         if matrix.shape[0] != count:
             raise ProviderError(
                 f"provider {provider.id!r} returned {matrix.shape[0]} vectors for {count} inputs",

@@ -19,6 +19,13 @@ class ConfigError(MemwellError):
         self.source = source
 
 
+class InvalidArgumentError(MemwellError, ValueError):
+    """An argument is out of range or of the wrong kind (a tool's, a command's, an API call's).
+
+    Also a :class:`ValueError`, so callers that catch that keep working.
+    """
+
+
 class PluginError(MemwellError):
     """A plugin could not be loaded, collides with another plugin, or raised inside a call."""
 
@@ -50,6 +57,19 @@ class ProviderError(MemwellError):
         self.provider = provider
         self.retryable = retryable
         self.status_code = status_code
+
+
+def provider_failure(exc: BaseException) -> ProviderError | None:
+    """The :class:`ProviderError` ``exc`` is or was raised from (its ``__cause__`` or
+    ``__context__`` chain), or ``None`` when no provider failed."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ProviderError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class ProviderUnavailableError(ProviderError):

@@ -24,6 +24,8 @@ class FallbackMemoryManager(BaseMemoryManager):
     entry, so the next ``open_memory`` tries the primary again) and builds the fallback
     exactly once. If the fallback cannot be built, the primary's error is
     raised. ``primary=None`` with ``primary_error`` means the primary could not even be created.
+    A fallback built after the caller synced (the primary) is synced once before it serves, so
+    it answers from an index as fresh as the caller asked for.
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class FallbackMemoryManager(BaseMemoryManager):
         self.last_error: BaseException | None = primary_error
         self.primary_failed = primary is None
         self.closed = False
+        self._synced = False
 
     @property
     def active(self) -> MemorySearchManager | None:
@@ -81,11 +84,14 @@ class FallbackMemoryManager(BaseMemoryManager):
                 raise BackendUnavailableError("memory manager is closed")
             if self._fallback is None:
                 try:
-                    self._fallback = self._make_fallback()
+                    fallback = self._make_fallback()
                 except Exception as exc:
                     if self.last_error is not None:
                         raise self.last_error from exc
                     raise BackendUnavailableError("memory search unavailable") from exc
+                self._fallback = fallback
+                if self._synced:
+                    fallback.sync(reason="fallback")
             return self._fallback
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -176,6 +182,7 @@ class FallbackMemoryManager(BaseMemoryManager):
         progress: ProgressCallback | None = None,
     ) -> None:
         self._call("sync", reason=reason, force=force, progress=progress)
+        self._synced = True
 
     def probe_embedding(self) -> ProbeResult:
         result: ProbeResult = self._call("probe_embedding")

@@ -33,6 +33,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from memwell.config import FlushSettings, MemwellSettings
+from memwell.errors import InvalidArgumentError
 from memwell.writing.atomic import read_state, replace_file, write_lock
 
 log = logging.getLogger(__name__)
@@ -270,7 +271,7 @@ def _int_argument(arguments: Mapping[str, str], name: str) -> int | None:
     try:
         return int(str(raw).strip())
     except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+        raise InvalidArgumentError(f"{name} must be an integer, got {raw!r}") from None
 
 
 def plan_from_arguments(
@@ -293,7 +294,7 @@ def plan_from_arguments(
     session_key = (arguments.get("session_key") or "").strip() or "default"
     cycle = (arguments.get("compaction_count") or "").strip() or "0"
     if (tokens is None) != (window is None):
-        raise ValueError("give both tokens_used and context_window, or neither")
+        raise InvalidArgumentError("give both tokens_used and context_window, or neither")
     if tokens is None or window is None:
         base: dict[str, int | str] = {
             "tokens_used": 0,

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from .core_files import load_core_memory
+from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from .config import MemwellSettings
@@ -25,7 +26,9 @@ def memory_prompt_section(
     told not to mention file paths or line numbers.
     """
     if citations not in _CITATION_MODES:
-        raise ValueError(f"unknown citations mode {citations!r}; expected 'on', 'off' or 'auto'")
+        raise InvalidArgumentError(
+            f"unknown citations mode {citations!r}; expected 'on', 'off' or 'auto'"
+        )
     if "memory_search" not in tools_available:
         return ""
     steps = (

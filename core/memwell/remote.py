@@ -12,7 +12,7 @@ validation, cache-key data and the batch-API polling loop have one implementatio
   right ``retryable`` flag. Providers never retry: the core's :class:`~memwell.retry.RetryPolicy`
   does.
 - :class:`BatchingRemoteProvider` adds ``batch_embed`` for providers with a batch API, driven
-  by a :class:`BatchRunner` (groups, concurrency, polling, timeouts; spec 3.10).
+  by a :class:`BatchRunner` (groups, concurrency, polling, timeouts).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ AUTH_HEADERS = frozenset({"authorization", "x-goog-api-key", "x-api-key", "api-k
 #: HTTP statuses worth retrying besides 5xx.
 RETRYABLE_STATUSES = frozenset({408, 429})
 
-#: Spec 3.10: at most this many requests per batch job.
+#: At most this many requests per batch job.
 MAX_BATCH_REQUESTS = 50_000
 
 
@@ -316,7 +316,7 @@ class RemoteEmbeddingProvider(ABC):
 
 @dataclass
 class BatchRunner:
-    """Runs batch-API jobs: splits into groups, polls, enforces wait and timeout (spec 3.10).
+    """Runs batch-API jobs: splits into groups, polls, enforces wait and timeout.
 
     ``sleep`` and ``clock`` are injectable so tests never wait for real.
     """

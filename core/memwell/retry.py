@@ -1,9 +1,8 @@
-"""Retry policy for embedding calls (spec 3.6): only rate limits, 429, 5xx and timeouts retry."""
+"""Retry policy for embedding calls: only rate limits, 408, 429, 5xx and timeouts retry."""
 
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,23 +12,37 @@ from .errors import ProviderError
 
 T = TypeVar("T")
 
-_RETRYABLE_TEXT = re.compile(
-    r"(rate[_ ]limit|too many requests|\b429\b|resource has been exhausted|\b5\d\d\b|cloudflare|"
-    r"tokens per day|timed out|timeout)",
-    re.IGNORECASE,
-)
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an SDK exception carries: ``status_code`` (openai, mistral, ollama,
+    requests' and httpx's ``response``), ``http_status`` (voyage) or ``code`` (google-genai,
+    gRPC-style); ``None`` when it carries none."""
+    response = getattr(exc, "response", None)
+    for value in (
+        getattr(exc, "status_code", None),
+        getattr(exc, "http_status", None),
+        getattr(exc, "code", None),
+        getattr(response, "status_code", None),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+    return None
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether an embedding error is worth retrying."""
+    """Whether an embedding error is worth retrying, judged by its type and status code.
+
+    A :class:`ProviderError` says so itself (``retryable``); timeouts and dropped connections
+    retry; an SDK error retries on HTTP 408, 429 and 5xx. Anything else does not, whatever its
+    message says: a provider should raise a :class:`ProviderError` (see
+    :func:`memwell.remote.status_error`) for a failure that deserves a retry.
+    """
     if isinstance(exc, ProviderError):
         return exc.retryable
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, (TimeoutError, ConnectionError)):
         return True
-    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
-    if isinstance(status, int):
-        return status == 429 or status >= 500
-    return bool(_RETRYABLE_TEXT.search(str(exc)))
+    status = http_status(exc)
+    return status is not None and (status in (408, 429) or status >= 500)
 
 
 @dataclass
@@ -59,7 +72,7 @@ class RetryPolicy:
                         f"embedding provider {provider!r} failed{suffix}: {exc}",
                         provider=provider,
                         retryable=retryable,
-                        status_code=getattr(exc, "status_code", None),
+                        status_code=http_status(exc),
                     ) from exc
                 delay = self.base_delay * (2**attempt) * (1 + self.rand() * self.jitter)
                 self.sleep(min(self.max_delay, delay))

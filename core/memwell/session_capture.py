@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from memwell.agent import TurnMessage
-from memwell.errors import MemwellError, ProviderError, WriteRefusedError
+from memwell.errors import InvalidArgumentError, MemwellError, ProviderError, WriteRefusedError
 from memwell.plugins import PluginRegistry, get_registry
 from memwell.slugs import dated_note_path, generated_slug, keyword_slug
 from memwell.sources.redact import redact
@@ -225,7 +225,7 @@ def save_session(
             "no user or assistant messages to save" + (detail if skipped else "")
         )
     if message_count is not None and message_count < 1:
-        raise ValueError(f"message_count must be at least 1, got {message_count}")
+        raise InvalidArgumentError(f"message_count must be at least 1, got {message_count}")
     count = message_count or writer.settings.session_save.messages
     recent = conversation.messages[-count:]
     ended_at = _ended_at(recent, now)

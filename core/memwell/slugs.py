@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from memwell.errors import ProviderError
+from memwell.errors import InvalidArgumentError, ProviderError
 from memwell.retrieval.keywords import extract_keywords
 from memwell.textgen.base import TextGenerator
 from memwell.textgen.extractive import ExtractiveGenerator
@@ -157,6 +157,6 @@ def dated_note_path(day: date, slug: str, attempt: int = 1) -> str:
     :raises ValueError: ``slug`` is not a slug (see :func:`is_slug`) or ``attempt`` < 1.
     """
     if not is_slug(slug) or attempt < 1:
-        raise ValueError(f"not a slug or attempt: {slug!r}, {attempt}")
+        raise InvalidArgumentError(f"not a slug or attempt: {slug!r}, {attempt}")
     suffix = f"-{attempt}" if attempt > 1 else ""
     return f"memory/{day.isoformat()}-{slug}{suffix}.md"

@@ -100,7 +100,7 @@ def test_semantic_neighbour_without_shared_keyword(open_ws: OpenFn, workspace: P
 def test_min_score_and_relaxed_keyword_rescue(open_ws: OpenFn, workspace: Path) -> None:
     memory = open_ws(workspace)
     memory.sync()
-    # very high floor: strict filter empties, keyword hits are rescued (spec 4.1)
+    # very high floor: strict filter empties, keyword hits are rescued
     hits = memory.search("Zanzibar", min_score=0.99)
     assert [h.path for h in hits][:1] == ["memory/2026-01-02.md"]
     assert memory.search("qwertyuiopasdf", min_score=0.99) == []

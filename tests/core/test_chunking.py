@@ -1,4 +1,4 @@
-"""Tests for the Markdown chunker (spec 3.3, 3.4, 3.7)."""
+"""Tests for the Markdown chunker: line budget, CJK weighting, overlap, long-line cuts."""
 
 from __future__ import annotations
 

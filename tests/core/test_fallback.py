@@ -329,3 +329,24 @@ def test_async_wrapper_uses_the_same_switching() -> None:
     hits = asyncio.run(_async_search(mgr))
     assert hits[0].path == "builtin.md" and hits[0].end_line == 2
     assert factory.builds == 1
+
+
+@pytest.mark.parametrize(("failing", "reason"), [("search", "fallback"), ("sync", "cli")])
+def test_a_fallback_built_after_a_sync_is_synced_once_before_it_serves(
+    failing: str, reason: str
+) -> None:
+    """The caller synced and searched: the fallback must not answer from an index nobody
+    brought up to date (whether the primary failed in the search or in the sync itself)."""
+    primary = FakeManager("primary", fail_with=RuntimeError("crash"), failing={failing})
+    factory = Factory()
+    mgr = FallbackMemoryManager(primary, factory, primary_name="qmd")
+    mgr.sync(reason="cli")
+    mgr.search("q")
+    assert factory.manager.calls["sync"] == 1 and factory.manager.last_sync[0] == reason
+
+
+def test_a_fallback_is_not_synced_when_nobody_asked_for_a_sync() -> None:
+    primary = FakeManager("primary", fail_with=RuntimeError("crash"), failing={"search"})
+    factory = Factory()
+    FallbackMemoryManager(primary, factory, primary_name="qmd").search("q")
+    assert factory.manager.calls["sync"] == 0

@@ -1,4 +1,4 @@
-"""Tests for embedding input limits and request batching (spec 3.4, 3.5 step 2)."""
+"""Tests for embedding input limits and request batching by bytes."""
 
 from __future__ import annotations
 

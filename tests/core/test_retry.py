@@ -1,4 +1,5 @@
-"""RetryPolicy: only rate limits, 429, 5xx and timeouts retry; 3 retries, doubling, jitter, cap."""
+"""RetryPolicy: only rate limits, 429, 5xx and timeouts retry, judged by type and status code
+(never by message text); 3 retries, doubling, jitter, cap."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ class HttpError(Exception):
     def __init__(self, message: str, status_code: int) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+class ResponseError(Exception):
+    """Like requests' and httpx's HTTP errors: the status is on ``response``."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.response = type("Response", (), {"status_code": status_code})()
 
 
 class CodeError(Exception):
@@ -48,13 +57,10 @@ def policy(rand: float = 0.0, **kw: float) -> tuple[RetryPolicy, list[float]]:
         HttpError("bad gateway", 502),
         HttpError("unavailable", 503),
         CodeError("grpc", 503),
+        HttpError("request timeout", 408),
+        ResponseError("overloaded", 503),
         TimeoutError("read timed out"),
-        RuntimeError("rate limit reached for requests"),
-        RuntimeError("Rate_Limit exceeded"),
-        RuntimeError("Resource has been exhausted (e.g. check quota)"),
-        RuntimeError("Request timed out"),
-        RuntimeError("upstream returned 503"),
-        RuntimeError("cloudflare error page"),
+        ConnectionResetError("connection reset by peer"),
         ProviderError("explicitly retryable", provider="openai", retryable=True),
     ],
 )
@@ -79,7 +85,14 @@ def test_retryable_errors_retry_exactly_three_times(exc: BaseException) -> None:
         HttpError("not found", 404),
         # the status code wins over retry-ish words in the text
         HttpError("rate limit text but a 400", 400),
+        ResponseError("unprocessable", 422),
         ValueError("input is not a string"),
+        # words in a message say nothing: only a typed error or a status code retries
+        RuntimeError("rate limit reached for requests"),
+        RuntimeError("Resource has been exhausted (e.g. check quota)"),
+        RuntimeError("Request timed out"),
+        RuntimeError("upstream returned 503"),
+        KeyError("provider 429"),
         ProviderError("explicitly permanent (a 503 in the text)", retryable=False),
     ],
 )

@@ -277,6 +277,17 @@ def test_blank_query_returns_empty_without_searching(query: str) -> None:
     assert mgr.search_calls == []
 
 
+def _wrapped_quota() -> Exception:
+    """A backend error raised while handling a provider's 429 (``raise ... from``)."""
+    try:
+        raise ProviderError("rate limited", provider="openai", status_code=429)
+    except ProviderError as exc:
+        try:
+            raise BackendUnavailableError("search failed") from exc
+        except BackendUnavailableError as outer:
+            return outer
+
+
 def _raise_factory() -> MemorySearchManager:
     raise BackendUnavailableError("qmd binary not found")
 
@@ -286,9 +297,11 @@ def _raise_factory() -> MemorySearchManager:
     [
         (lambda: _raise_factory(), False),
         (FakeManager(search_error=ValueError("bad vector dims")), False),
-        (FakeManager(search_error=RuntimeError("429 Too Many Requests")), True),
-        (FakeManager(search_error=ProviderError("Error: insufficient_quota")), True),
-        (FakeManager(search_error=ProviderError("monthly QUOTA exceeded")), True),
+        # judged by type and status code, not by the words in the message:
+        (FakeManager(search_error=RuntimeError("429 Too Many Requests quota")), False),
+        (FakeManager(search_error=ProviderError("insufficient_quota", status_code=429)), True),
+        (FakeManager(search_error=ProviderError("quota? no: HTTP 500", status_code=500)), False),
+        (FakeManager(search_error=_wrapped_quota()), True),
     ],
 )
 def test_failures_give_unavailable_payload(source: Any, quota: bool) -> None:
@@ -443,7 +456,7 @@ def test_execute_unknown_tool() -> None:
 
 
 def test_execute_failure_is_unavailable_payload() -> None:
-    mgr = FakeManager(search_error=RuntimeError("429 Too Many Requests"))
+    mgr = FakeManager(search_error=ProviderError("429 Too Many Requests", status_code=429))
     payload = execute_tool("memory_search", '{"query": "q"}', mgr)
     assert payload["disabled"] is True and "quota" in payload["warning"].lower()
 

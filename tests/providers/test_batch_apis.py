@@ -1,4 +1,4 @@
-"""Batch-API flows (spec 3.10) of openai, gemini and voyage through the real SDK clients."""
+"""Batch-API flows of openai, gemini and voyage through the real SDK clients."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ FAULTS = (
         "503 Service Unavailable", provider="flaky", retryable=True, status_code=503
     ),
     lambda: TimeoutError("request timed out"),
-    lambda: RuntimeError("502 Bad Gateway from upstream"),
+    lambda: ConnectionResetError("connection reset by upstream"),
     lambda: HttpError(500),
 )
 

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import __version__
 from ..errors import MemwellError
+from ..plugin_api import PLUGIN_API_VERSION
 from .lazy import LazyGroup
 
 if TYPE_CHECKING:
@@ -38,8 +40,10 @@ class Context:
         config: str | None,
         backend: str | None,
         provider: str | None,
+        verbose: bool = False,
     ) -> None:
         self.workspace_arg = workspace
+        self.verbose = verbose
         self.config = Path(config) if config else None
         self.overrides: dict[str, Any] = {}
         if backend:
@@ -87,7 +91,11 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.option("--backend", help="Backend name (overrides the config).")
 @click.option("--provider", help="Embedding provider id, or 'none' for keyword-only mode.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what memwell does.")
-@click.version_option(package_name="memwell")
+@click.version_option(
+    __version__,
+    prog_name="memwell",
+    message=f"%(prog)s, version %(version)s (plugin API {PLUGIN_API_VERSION})",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -103,7 +111,7 @@ def cli(
         format="memwell: %(message)s",
         stream=sys.stderr,
     )
-    ctx.obj = Context(workspace, config, backend, provider)
+    ctx.obj = Context(workspace, config, backend, provider, verbose)
 
 
 #: Subcommands in their own modules: name -> (module, one-line help). The module defines the
@@ -170,6 +178,7 @@ def search(
     from ..search_report import search_report
     from .progress import ProgressLine
     from .render import print_hits
+    from .search_notes import print_search_notes
     from .workspace_hints import warn_if_empty, warn_keyword_only
 
     if (query is None) != from_stdin:
@@ -184,6 +193,7 @@ def search(
         lines = search_json_lines(manager, sys.stdin, max_results=max_results, min_score=min_score)
         for line in lines:
             click.echo(line)
+        print_search_notes(search_report(manager.status()), manager, verbose=ctx.verbose)
         return
     results = manager.search(query, max_results=max_results, min_score=min_score)
     warning = truncation_warning(query, ctx.settings().query.max_chars)
@@ -194,11 +204,10 @@ def search(
     warn_keyword_only(status)
     if not results:
         warn_if_empty(ctx.workspace, status)
+    print_search_notes(report, manager, verbose=ctx.verbose)
     if as_json:
         _emit_json({"query": query, "results": [r.model_dump() for r in results], **report})
         return
-    if report["degraded"]:
-        click.echo(f"note: {report['mode']} mode: {report['degraded_reason']}", err=True)
     if not results:
         click.echo("no results")
         return

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import InvalidArgumentError
 from .salience import KINDS, entities, is_decision_or_preference, kinds_of, sentences
 from .tokens import EstimatedTokens, TokenCounter
 from .transcript import Turn
@@ -277,7 +278,7 @@ def compress(
     :raises ValueError: ``budget`` is not positive.
     """
     if budget <= 0:
-        raise ValueError(f"budget must be a positive number of tokens, got {budget}")
+        raise InvalidArgumentError(f"budget must be a positive number of tokens, got {budget}")
     tokens = counter or EstimatedTokens()
     before = count_tokens(turns, tokens)
     level = level_for(before / budget)

@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 from typing import Any, Protocol
 
+from memwell.errors import InvalidArgumentError
+
 #: The estimate's characters per token (the reference's chunking rule of thumb).
 CHARS_PER_TOKEN = 4
 
@@ -55,7 +57,7 @@ def counter_for(provider: object | None, tokenizer: Path | None = None) -> Token
         try:
             return TokenizerFile(tokenizer)
         except Exception as exc:
-            raise ValueError(f"cannot load tokenizer {tokenizer}: {exc}") from exc
+            raise InvalidArgumentError(f"cannot load tokenizer {tokenizer}: {exc}") from exc
     method = getattr(provider, "tokenizer_file", None)
     path = method() if callable(method) else None
     if isinstance(path, Path):

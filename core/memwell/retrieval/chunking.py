@@ -1,4 +1,4 @@
-"""Line-based Markdown chunking with a CJK-aware character budget (spec 3.3, 3.4, 3.7).
+"""Line-based Markdown chunking with a CJK-aware character budget.
 
 A file is split into lines, long lines into *segments* (sentences, else word runs, else
 fixed slices), and segments are packed into chunks of at most ``tokens * 4`` weighted

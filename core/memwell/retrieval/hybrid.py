@@ -114,7 +114,7 @@ def relaxed_filter(
 
     Strict: hits with ``score >= min_score``, returned (capped at ``max_results``) when any
     survive. Otherwise fusion has diluted every hit below the floor, and the rescue keeps
-    (spec 4.1) keyword hits whose score is ``>= min(min_score, text_weight)`` (a pure keyword
+    keyword hits whose score is ``>= min(min_score, text_weight)`` (a pure keyword
     hit scores at most the normalised ``text_weight``) and, by the same reasoning for the other
     retriever, hits whose own ``vector_score`` reaches ``min_score`` (small local models give
     relevant passages cosines of 0.35-0.6, which weighting by 0.7 pushes under 0.35).

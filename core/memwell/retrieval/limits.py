@@ -1,4 +1,4 @@
-"""Embedding input limits and request batching (spec 3.4 input limits, 3.5 step 2).
+"""Embedding input limits and request batching (by request bytes).
 
 UTF-8 byte length is used as a safe upper bound on a text's token count.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memwell.errors import InvalidArgumentError
 from memwell.retrieval.chunking import Chunk
 
 KNOWN_MAX_INPUT_TOKENS: dict[str, int] = {
@@ -68,7 +69,7 @@ def split_chunk_to_byte_limit(chunk: Chunk, limit_bytes: int) -> list[Chunk]:
     (the widest UTF-8 character).
     """
     if limit_bytes < _MAX_UTF8_CHAR_BYTES:
-        raise ValueError(f"limit_bytes must be at least 4, got {limit_bytes}")
+        raise InvalidArgumentError(f"limit_bytes must be at least 4, got {limit_bytes}")
     data = chunk.text.encode("utf-8")
     if len(data) <= limit_bytes:
         return [chunk]

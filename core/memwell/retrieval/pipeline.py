@@ -72,7 +72,7 @@ def fuse_hybrid(
 def keyword_floor(
     ranked: Sequence[Candidate], min_score: float, max_results: int
 ) -> list[Candidate]:
-    """Keyword-only mode's floor (spec 4.4): hits above ``min_score``, else the best anyway."""
+    """Keyword-only mode's floor: hits above ``min_score``, else the best anyway."""
     strict = [c for c in ranked if c.score >= min_score]
     return (strict or list(ranked))[:max_results]
 
@@ -86,7 +86,7 @@ def rank_keyword_only(
     max_results: int,
     mtime_of: MtimeOf,
 ) -> list[Candidate]:
-    """Keyword-only mode (spec 4.4): text score plus the reference's boosts, ranked, floored.
+    """Keyword-only mode: text score plus the reference's boosts, ranked, floored.
 
     Used for FTS hits and for file-scan hits alike, so both rank the same way.
     """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memwell.errors import InvalidArgumentError
 from memwell.models import MemorySearchResult
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.hybrid import clamp01
@@ -50,7 +51,7 @@ def citations_enabled(mode: str, session_key: str | None) -> bool:
         return False
     if mode == "auto":
         return _is_direct_chat(session_key)
-    raise ValueError(f"unknown citations mode {mode!r}; expected 'on', 'off' or 'auto'")
+    raise InvalidArgumentError(f"unknown citations mode {mode!r}; expected 'on', 'off' or 'auto'")
 
 
 def _to_result(item: Candidate, citations: bool) -> MemorySearchResult:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from memwell.descriptors import ProviderContext, TextGeneratorSpec
 from memwell.embeddings import strip_model_prefix
-from memwell.errors import ProviderError
+from memwell.errors import InvalidArgumentError, ProviderError
 from memwell.remote import (
     RemoteEndpoint,
     RemoteProviderConfig,
@@ -65,7 +65,7 @@ class RemoteTextGenerator(ABC):
         :raises ProviderError: the request failed, or the model returned no text.
         """
         if max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+            raise InvalidArgumentError(f"max_tokens must be at least 1, got {max_tokens}")
         return self.retry.call(lambda: self._attempt(prompt, max_tokens, system), provider=self.id)
 
     def _attempt(self, prompt: str, max_tokens: int, system: str | None) -> str:

@@ -1,8 +1,9 @@
 """What an error on an index file means: damage, a full disk, or a passing condition.
 
-SQLite's own result code decides when the driver exposes it (``sqlite_errorcode``, Python
-3.11+); an ``OSError`` is judged by its errno; the message is consulted only for errors that
-carry neither. Only :attr:`Fault.CORRUPT` may get an index quarantined.
+SQLite's own result code decides (``sqlite_errorcode``, set by the stdlib ``sqlite3`` and by
+``sqlean``); an ``OSError`` is judged by its errno; memwell's own errors by their type. Anything
+else (a bug, a provider failure) is :attr:`Fault.OTHER`, whatever its message says. Only
+:attr:`Fault.CORRUPT` may get an index quarantined.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import enum
 import errno
 import re
 
+from memwell import sqlite_errors
 from memwell.errors import BackendUnavailableError, MemwellError
 
 
@@ -35,30 +37,27 @@ class IndexReadOnlyError(BackendUnavailableError):
     """The index directory cannot be written (a read-only copy or mount)."""
 
 
-# Primary SQLite result codes (https://sqlite.org/rescode.html): CORRUPT and NOTADB; FULL;
-# PERM, BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, CANTOPEN and PROTOCOL.
 _SQLITE_CODES = {
-    **dict.fromkeys((11, 26), Fault.CORRUPT),
-    13: Fault.FULL,
-    **dict.fromkeys((3, 5, 6, 7, 8, 9, 10, 14, 15), Fault.TRANSIENT),
-}
-_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-_MESSAGES = (
-    (re.compile(r"disk is full|no space left|quota exceeded", re.I), Fault.FULL),
-    # sqlite-vec reports a damaged page under its vectors as "opening blob failed".
-    (
-        re.compile(r"malformed|not a database|corrupt|file is encrypted|opening blob failed", re.I),
-        Fault.CORRUPT,
-    ),
-    (
-        re.compile(
-            r"locked|busy|unable to open|out of memory|interrupt|too many open|read-?only"
-            r"|permission|disk I/O",
-            re.I,
+    **dict.fromkeys(sqlite_errors.CORRUPTION_CODES, Fault.CORRUPT),
+    sqlite_errors.SQLITE_FULL: Fault.FULL,
+    **dict.fromkeys(
+        (
+            sqlite_errors.SQLITE_PERM,
+            *sqlite_errors.CONTENTION_CODES,
+            sqlite_errors.SQLITE_NOMEM,
+            sqlite_errors.SQLITE_READONLY,
+            sqlite_errors.SQLITE_INTERRUPT,
+            sqlite_errors.SQLITE_IOERR,
+            sqlite_errors.SQLITE_CANTOPEN,
+            sqlite_errors.SQLITE_PROTOCOL,
         ),
         Fault.TRANSIENT,
     ),
-)
+}
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# sqlite-vec reports a damaged page under its vectors with the generic SQLITE_ERROR code and
+# this message: the one case where SQLite's code alone cannot tell damage from a bad query.
+_VEC_DAMAGE = re.compile(r"opening blob failed")
 
 
 def classify(exc: BaseException) -> Fault:
@@ -69,14 +68,13 @@ def classify(exc: BaseException) -> Fault:
         return Fault.FULL
     if isinstance(exc, MemwellError):
         return Fault.OTHER
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int) and (code & 0xFF) in _SQLITE_CODES:
-        return _SQLITE_CODES[code & 0xFF]
+    code = sqlite_errors.result_code(exc)
+    if code is not None:
+        if code == sqlite_errors.SQLITE_ERROR and _VEC_DAMAGE.search(str(exc)):
+            return Fault.CORRUPT
+        return _SQLITE_CODES.get(code, Fault.OTHER)
     if isinstance(exc, OSError) and exc.errno is not None:
         return Fault.FULL if exc.errno in _FULL_ERRNOS else Fault.TRANSIENT
-    for pattern, fault in _MESSAGES:
-        if pattern.search(str(exc)):
-            return fault
     return Fault.OTHER
 
 

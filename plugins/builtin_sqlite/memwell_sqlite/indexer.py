@@ -59,7 +59,7 @@ class SyncStats:
 
 
 def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
-    """Stable id of a chunk (spec 3.3)."""
+    """Stable id of a chunk: source, path, line range, content hash and model."""
     key = f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}"
     return hashlib.sha256(key.encode()).hexdigest()
 

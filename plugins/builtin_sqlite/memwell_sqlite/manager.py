@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -52,7 +51,6 @@ from .watcher import MemoryWatcher
 
 log = logging.getLogger(__name__)
 
-_EMBEDDING_ERROR = re.compile(r"embedding|embeddings|batch|provider", re.I)
 REINDEX_PENDING = "index was built with another embedding model; reindex pending"
 
 
@@ -243,9 +241,9 @@ class SqliteMemoryManager(BaseMemoryManager):
             try:
                 self._sync_once(force, progress, only)
             except Exception as exc:
-                if not (
-                    isinstance(exc, ProviderError) or _EMBEDDING_ERROR.search(str(exc))
-                ) or not self.runtime.activate_fallback(str(exc)):
+                if not isinstance(exc, ProviderError) or not self.runtime.activate_fallback(
+                    str(exc)
+                ):
                     raise
                 log.warning("memwell: embedding provider failed (%s); using fallback", exc)
                 self._sync_once(True, progress)

@@ -1,4 +1,4 @@
-"""The search pipeline of the builtin backend (spec 4.1-4.7)."""
+"""The search pipeline of the builtin backend: keyword, vector, hybrid and keyword-only."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
 
 from .store import IndexStore
 
-#: At most this many keywords are searched one by one (spec 4.4's fallback).
+#: At most this many keywords are searched one by one (keyword-only mode's second try).
 MAX_KEYWORD_SEARCHES = 16
 
 
@@ -83,7 +83,7 @@ class Searcher:
         min_score: float,
         sources: Sequence[str],
     ) -> list[Candidate]:
-        """FTS-only mode (spec 4.4): BM25 plus the reference's boosts; relaxed floor 0."""
+        """FTS-only mode: BM25 plus the reference's boosts; relaxed floor 0."""
         limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
         hits = self.keyword(store, query, limit, sources) or self._each_keyword(
             store, query, limit, sources
@@ -93,7 +93,7 @@ class Searcher:
     def _each_keyword(
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
     ) -> list[Candidate]:
-        """Spec 4.4's second try when the whole query finds nothing: each extracted keyword
+        """Keyword-only mode's second try when the whole query finds nothing: each extracted keyword
         on its own, keeping a chunk's best score (finds CJK single characters, and words next
         to a too-short term that the trigram tokenizer can only AND in)."""
         keywords = extract_keywords(query, trigram=store.tokenizer == "trigram")
@@ -169,7 +169,7 @@ class Searcher:
         min_score: float,
         sources: Sequence[str],
     ) -> list[Candidate]:
-        """Keyword + vector candidates, fused, decayed, diversified, filtered (spec 4.1).
+        """Keyword + vector candidates, fused, decayed, diversified, filtered.
 
         ``vector_hits`` are the query's nearest chunks (:meth:`vector_limit` of them), or
         ``None`` when the query has no vector.

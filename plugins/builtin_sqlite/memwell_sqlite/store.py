@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from memwell import sqlite_errors
 from memwell.embeddings import Matrix, Vector
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import segment_for_index
@@ -140,11 +140,21 @@ class IndexStore:
         return None if row is None else str(row[0])
 
     def _fts_broken(self, exc: Exception) -> bool:
-        """Record an FTS table that fails queries (a damaged or missing shadow table).
+        """Record an FTS table that fails queries (a damaged config or shadow table).
 
-        Returns whether ``exc`` was such a failure; other errors are the caller's to raise.
+        Returns whether ``exc`` was such a failure: a generic SQLite error on a query while
+        the table cannot even be scanned. A query the table rejects (a syntax error), a busy
+        database or a bug is the caller's to raise; corruption SQLite reports by its code is
+        the index's, judged by the caller like any other.
         """
-        if not re.search(r"chunks_fts|fts5", str(exc), re.I):
+        if sqlite_errors.result_code(exc) != sqlite_errors.SQLITE_ERROR:
+            return False
+        try:
+            self.conn.execute("SELECT rowid FROM chunks_fts LIMIT 1").fetchall()
+        except Exception as probe:
+            if sqlite_errors.is_contention(probe):
+                return False
+        else:
             return False
         self.fts_error = f"{FTS_DAMAGED}: {type(exc).__name__}: {exc}"
         return True

@@ -29,7 +29,7 @@ import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 from memwell.agent import looks_like_prompt_injection
 from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import Vector
-from memwell.errors import ProviderUnavailableError
+from memwell.errors import InvalidArgumentError, ProviderUnavailableError
 from memwell.retrieval.hybrid import clamp01
 from memwell.sources.redact import redact
 
@@ -275,9 +275,11 @@ class MemoryStore:
         if looks_like_prompt_injection(clean):
             raise MemoryRejected("prompt_injection", "the text looks like prompt injection")
         if category not in CATEGORIES:
-            raise ValueError(f"category must be one of {', '.join(CATEGORIES)}, got {category!r}")
+            raise InvalidArgumentError(
+                f"category must be one of {', '.join(CATEGORIES)}, got {category!r}"
+            )
         if not (math.isfinite(importance) and 0.0 <= importance <= 1.0):
-            raise ValueError(f"importance must be between 0 and 1, got {importance!r}")
+            raise InvalidArgumentError(f"importance must be between 0 and 1, got {importance!r}")
         self._require_provider()
         vector = self.runtime.embed_documents([clean])[0]
         with self._lock:
@@ -326,7 +328,7 @@ class MemoryStore:
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id, or ``None``; the id must be a UUID."""
         if not is_memory_id(memory_id):
-            raise ValueError(f"memory id must be a UUID, got {memory_id!r}")
+            raise InvalidArgumentError(f"memory id must be a UUID, got {memory_id!r}")
         table = self._table(create=False)
         if table is None:
             return None

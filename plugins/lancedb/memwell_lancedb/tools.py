@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
+from memwell.errors import BackendUnavailableError
 from memwell.tools import BadArgument, error_text, optional_int, parse_arguments
 
 from .memory import CATEGORIES, DEFAULT_IMPORTANCE, RECALL_LIMIT, MemoryHit, is_memory_id
@@ -159,7 +160,7 @@ def _lance(manager: ManagerSource) -> LanceMemoryManager:
         resolved = manager()
     lance = as_lance_manager(resolved)
     if lance is None:
-        raise RuntimeError("long-term memory needs the active 'lancedb' backend")
+        raise BackendUnavailableError("long-term memory needs the active 'lancedb' backend")
     return lance
 
 

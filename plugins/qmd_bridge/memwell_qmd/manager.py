@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from memwell import sqlite_errors
 from memwell.config import MemwellSettings
 from memwell.errors import BackendUnavailableError, PathNotAllowedError
 from memwell.manager import BaseMemoryManager, ProgressCallback
@@ -483,7 +484,7 @@ class QmdMemoryManager(BaseMemoryManager):
     def _search_hits(
         self, query: str, limit: int, min_score: float, names: Sequence[str]
     ) -> list[QmdHit]:
-        """Run the search in the effective mode with the per-mode fallbacks of spec 6.5.
+        """Run the search in the effective mode with its per-mode fallbacks.
 
         A strict BM25 search without hits is retried per keyword (:meth:`_keyword_rescue`).
         A missing collection is re-created and the search retried once; a rejected flag
@@ -543,7 +544,7 @@ class QmdMemoryManager(BaseMemoryManager):
             finally:
                 conn.close()
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
+            if sqlite_errors.is_contention(exc):
                 raise QmdBusy(f"qmd index busy while reading results: {exc}") from exc
             log.debug("qmd docid lookup failed: %s", exc)
             return []

@@ -1,4 +1,4 @@
-"""The OpenAI embeddings client: ``POST {base}/embeddings`` and the Batch API (spec 3.10)."""
+"""The OpenAI embeddings client: ``POST {base}/embeddings`` and the Batch API."""
 
 from __future__ import annotations
 
