@@ -12,16 +12,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote
 
-from memwell.config import MemwellSettings
+from memwell.backend import MemoryBackend, SearchRequest
+from memwell.descriptors import BackendContext
 from memwell.errors import BackendUnavailableError, PathNotAllowedError
-from memwell.manager import BaseMemoryManager, ProgressCallback
+from memwell.manager import ProgressCallback
 from memwell.models import (
     FtsStatus,
-    MemorySearchResult,
-    MemoryStatus,
     ProbeResult,
     ReadFileResult,
     SearchMode,
@@ -29,8 +28,8 @@ from memwell.models import (
     SyncProgress,
     VectorStatus,
 )
-from memwell.retrieval.query_limit import bound_query
-from memwell.retrieval.snippets import citations_enabled, format_citation, truncate_snippet
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.snippets import truncate_snippet
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 from memwell.sources.paths import read_memory_file
 
@@ -129,7 +128,7 @@ def _within(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
-class QmdMemoryManager(BaseMemoryManager):
+class QmdMemoryManager(MemoryBackend):
     """Searches Markdown memory through an isolated qmd index.
 
     On creation it checks ``qmd --version``, pins the configured models, reconciles the
@@ -140,20 +139,21 @@ class QmdMemoryManager(BaseMemoryManager):
     :class:`~memwell_qmd.errors.QmdError` so a :class:`memwell.FallbackMemoryManager` can
     switch to the builtin backend; background update and embed failures are logged, shown in
     :meth:`status` and retried later.
+
+    qmd embeds with its own models, so the embedding runtime of ``ctx`` is not used.
     """
 
-    def __init__(
-        self,
-        workspace: Path,
-        settings: MemwellSettings,
-        config: QmdConfig,
-        *,
-        purpose: Literal["default", "status"] = "default",
-    ) -> None:
-        self.workspace = Path(os.path.abspath(workspace))
-        self.settings = settings
-        self.config = config
-        self.purpose = purpose
+    name = BACKEND_NAME
+    default_min_score = 0.0
+    """qmd's scores differ by mode and BM25 often rounds to 0 on small corpora, so the
+    builtin default of 0.35 does not apply here."""
+
+    def __init__(self, ctx: BackendContext, config: QmdConfig | None = None) -> None:
+        super().__init__(ctx)  # self._lock serialises update, embed and collection changes
+        self.workspace = Path(os.path.abspath(ctx.workspace))
+        self.config = config = config or QmdConfig()
+        settings, purpose = self.settings, self.purpose
+        self.snippet_chars = config.max_snippet_chars
         self.state = QmdState(Path(os.path.abspath(self.workspace / settings.index_dir)) / "qmd")
         self.collections = desired_collections(
             self.workspace,
@@ -167,9 +167,7 @@ class QmdMemoryManager(BaseMemoryManager):
             role: resolve_model(uri, self.workspace) for role, uri in configured.items() if uri
         }
         self.models = {role: self._pinned.get(role, DEFAULT_MODELS[role]) for role in ROLES}
-        self.closed = False
         self.version: str | None = None
-        self._lock = threading.RLock()  # serialises update, embed and collection changes
         self._cond = threading.Condition()
         self._updating = False
         self._update_failed = False
@@ -177,7 +175,6 @@ class QmdMemoryManager(BaseMemoryManager):
         self._last_update_at: float | None = None
         self._last_embed_mono: float | None = None
         self._last_embed_at: float | None = None
-        self._last_sync_error: str | None = None
         self._embed_backoff = Backoff()
         self._mode_backoff = Backoff()
         self._mode_fallback: str | None = None
@@ -266,10 +263,6 @@ class QmdMemoryManager(BaseMemoryManager):
             log.warning("qmd %s found; memwell-qmd is tested with qmd 2.8.x", text)
         return text
 
-    def _check_open(self) -> None:
-        if self.closed:
-            raise BackendUnavailableError("the qmd memory manager is closed")
-
     # -- collections, update and embed ------------------------------------------------------
 
     def _reconcile(self, runner: CommandRunner | None = None) -> None:
@@ -335,7 +328,7 @@ class QmdMemoryManager(BaseMemoryManager):
             if automatic and self._updating:
                 return
             self._cond.wait_for(lambda: not self._updating)
-            self._check_open()
+            self.check_open()
             if (
                 automatic
                 and self._last_update_mono is not None
@@ -349,7 +342,7 @@ class QmdMemoryManager(BaseMemoryManager):
             self._update_once(reason, force_embed)
             failed = False
         except BaseException as exc:
-            self._last_sync_error = f"update: {exc}"
+            self.last_sync_error = f"update: {exc}"
             raise
         finally:
             with self._cond:
@@ -364,7 +357,7 @@ class QmdMemoryManager(BaseMemoryManager):
             self._qmd_update(BOOT_ATTEMPTS if reason == "boot" else 1)
             self._last_update_mono = time.monotonic()
             self._last_update_at = time.time()
-            self._last_sync_error = None
+            self.last_sync_error = None
             self._docids.clear()
             self._maybe_embed(force_embed)
             self._refresh_status(quiet=True)
@@ -416,7 +409,7 @@ class QmdMemoryManager(BaseMemoryManager):
             )
         except QmdError as exc:
             self._embed_backoff.fail(str(exc))
-            self._last_sync_error = f"embed: {exc}"
+            self.last_sync_error = f"embed: {exc}"
             log.warning("qmd embed failed (retrying after backoff): %s", exc)
             return
         if _EMBED_SKIPPED in out.stdout + out.stderr:
@@ -588,9 +581,9 @@ class QmdMemoryManager(BaseMemoryManager):
                 return self._display_path(spec, path)
         return None
 
-    def _to_results(
-        self, hits: Sequence[QmdHit], min_score: float, session_key: str | None
-    ) -> list[MemorySearchResult]:
+    def _candidates(self, hits: Sequence[QmdHit], min_score: float) -> list[Candidate]:
+        """The hits mapped to managed files, best per line range, ranked, and cut to the
+        snippet budget ``max_injected_chars``."""
         best: dict[tuple[str, int, int], tuple[float, QmdHit]] = {}
         for hit in hits:
             score = min(1.0, max(0.0, hit.score))
@@ -604,57 +597,39 @@ class QmdMemoryManager(BaseMemoryManager):
             if key not in best or score > best[key][0]:
                 best[key] = (score, hit)
         ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0][0], item[0][1]))
-        cite = citations_enabled(self.settings.citations, session_key)
         budget = self.config.max_injected_chars
-        results: list[MemorySearchResult] = []
+        found: list[Candidate] = []
         for (path, start, end), (score, hit) in ranked:
             if budget <= 0:
                 break
-            snippet = truncate_snippet(hit.snippet, min(self.config.max_snippet_chars, budget))
+            snippet = truncate_snippet(hit.snippet, min(self.snippet_chars, budget))
             budget -= len(snippet)
-            citation = format_citation(path, start, end) if cite else None
-            if citation is not None:
-                snippet = f"{snippet.strip()}\n\nSource: {citation}"
-            results.append(
-                MemorySearchResult(
+            found.append(
+                Candidate(
+                    id=f"{path}:{start}:{end}",
                     path=path,
                     start_line=start,
                     end_line=end,
-                    score=score,
-                    snippet=snippet,
+                    text=snippet,
                     source=SOURCE,
-                    citation=citation,
+                    score=score,
                 )
             )
-        return results
+        return found
 
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        """Search the managed collections; ``[]`` for a blank query or no memory source.
-
-        ``min_score`` defaults to 0: qmd's scores differ by mode and BM25 often rounds to 0
-        on small corpora, so the builtin default of 0.35 does not apply here.
-        """
-        self._check_open()
-        if not query.strip() or (sources is not None and SOURCE not in sources):
-            return []
+    def _sync_before_search(self, session_key: str | None) -> None:
+        """A search waits briefly for a running update; it never runs one itself."""
         with self._cond:
             self._cond.wait_for(lambda: not self._updating, timeout=SEARCH_WAIT_SECONDS)
+
+    def _search(self, request: SearchRequest) -> list[Candidate]:
+        """Search the managed collections present."""
         names = [spec.name for spec in self.collections if spec.name in self._present]
-        if not names:
+        query = request.query.replace("\x00", " ").strip()
+        if not names or not query:
             return []
-        limit = max(1, max_results or self.settings.query.max_results)
-        threshold = 0.0 if min_score is None else min_score
-        clean = bound_query(query.replace("\x00", " "), self.settings.query.max_chars)
-        hits = self._search_hits(clean, limit, threshold, names)
-        return self._to_results(hits, threshold, session_key)[:limit]
+        hits = self._search_hits(query, request.limit, request.min_score, names)
+        return self._candidates(hits, request.min_score)[: request.limit]
 
     def content_version(self) -> str | None:
         """Changes when qmd's index changes: the stat of its SQLite file and write-ahead log
@@ -701,33 +676,33 @@ class QmdMemoryManager(BaseMemoryManager):
             self.workspace, raw, from_line=from_line, lines=lines, extra_paths=extras
         )
 
-    def status(self) -> MemoryStatus:
-        """A snapshot; qmd's counts come from the last ``qmd status`` (run now if none yet)."""
+    def provider_fields(self, *, select: bool = True) -> dict[str, Any]:
+        """qmd is the provider: its embed model and the mode the next search runs in."""
+        mode, reason = self._wanted_mode()
+        return {
+            "provider": BACKEND_NAME,
+            "model": self.models["embed"] if self.vectors_wanted else None,
+            "requested_provider": BACKEND_NAME,
+            "search_mode": _STATUS_MODES[mode],
+            "provider_unavailable_reason": reason,
+        }
+
+    def _index_status(self) -> dict[str, Any]:
+        """qmd's counts come from the last ``qmd status`` (run now if none yet)."""
         info = self._status_info or self._refresh_status()
         files = sum(info.collection_files.get(name, 0) for name in self._present)
         mode, reason = self._wanted_mode()
-        return MemoryStatus(
-            backend=BACKEND_NAME,
-            query_max_chars=self.settings.query.max_chars,
-            provider=BACKEND_NAME,
-            model=self.models["embed"] if self.vectors_wanted else None,
-            requested_provider=BACKEND_NAME,
-            search_mode=_STATUS_MODES[mode],
-            provider_unavailable_reason=reason,
+        return dict(
             files=files,
             chunks=files,
             vectors=max(0, files - info.pending) if self.vectors_wanted else None,
             dirty=self._update_failed,
-            workspace_dir=str(self.workspace),
             db_path=str(self.state.db_path),
-            extra_paths=list(self.settings.extra_paths),
-            sources=[SOURCE],
             source_counts=[SourceCount(source=SOURCE, files=files, chunks=files)],
             fts=FtsStatus(enabled=True, available=True, tokenizer="qmd-bm25"),
             vector=VectorStatus(
                 enabled=self.vectors_wanted, available=info.vectors > 0, engine="qmd"
             ),
-            last_sync_error=self._last_sync_error,
             custom={
                 "qmd": {
                     "version": self.version,
@@ -777,28 +752,22 @@ class QmdMemoryManager(BaseMemoryManager):
             return ProbeResult(ok=False, error="; ".join(problems.values()))
         return self.probe_vector()
 
-    def sync(
-        self,
-        *,
-        reason: str = "manual",
-        force: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> None:
+    def describe_sync_error(self, exc: Exception) -> str:
+        """The update's own description (``update: ...``) when it gave one."""
+        return self.last_sync_error or super().describe_sync_error(exc)
+
+    def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
         """Run ``qmd update`` now, then ``qmd embed`` when vectors are in use and it is due
         (always when ``force``). Waits for an update already running, then runs its own."""
-        self._check_open()
         if self.purpose == "status":
             raise BackendUnavailableError("a status-only qmd manager cannot sync")
         self._run_update(reason, automatic=False, force_embed=force)
         if progress is not None:
             progress(SyncProgress(completed=1, total=1, label="qmd update"))
 
-    def close(self) -> None:
+    def _close(self) -> None:
         """Stop the timers, kill running qmd calls and wait for the background threads."""
         with self._cond:
-            if self.closed:
-                return
-            self.closed = True
             self._cond.notify_all()
         self._stop.set()
         runner = getattr(self, "runner", None)
