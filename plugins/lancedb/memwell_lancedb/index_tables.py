@@ -1,5 +1,5 @@
 """The Markdown index's two LanceDB tables: their names, schemas and metadata, the files they
-cover, and their counts.
+cover, their counts, and what the last sync did.
 
 ``<ns>files`` holds one row per indexed file (hash, mtime, size); ``<ns>chunks`` one row per
 chunk with its text, a CJK-segmented copy for the full-text index, and (with a provider) a
@@ -9,6 +9,8 @@ unit vector. :class:`IndexTables` is the base of :class:`~memwell_lancedb.index.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,20 @@ def chunks_schema(dims: int | None) -> pa.Schema:
     return pa.schema(fields)
 
 
+@dataclass
+class SyncStats:
+    """What a sync did (shown in the status as ``last_sync``)."""
+
+    scanned: int = 0
+    indexed: int = 0
+    restatted: int = 0
+    removed: int = 0
+    embedded: int = 0
+    reused: int = 0
+    full: bool = False
+    reason: str | None = None
+
+
 class IndexTables:
     """The workspace's Markdown (and session transcripts) in two LanceDB tables."""
 
@@ -72,6 +88,8 @@ class IndexTables:
         self.chunks_name = f"{prefix}chunks"
         self.files_name = f"{prefix}files"
         self.meta_key = f"{prefix}index"
+        self._sync_lock = threading.Lock()
+        self.last_stats: SyncStats | None = None
 
     def sessions_dir(self) -> Path:
         return (self.workspace / self.settings.sessions_dir).resolve()

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from lancedb.index import FTS  # type: ignore[import-untyped,unused-ignore]
-from memwell.config import MemwellSettings
-from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import Vector
 from memwell.manager import ProgressCallback
 from memwell.models import SyncProgress
@@ -31,8 +27,8 @@ from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import read_source_file, stat_source_file
 from memwell.sources.sessions import parse_session_jsonl, session_entry_hash
 
-from .db import LanceDatabase, Table, arrow_rows, in_filters
-from .index_tables import FILES_SCHEMA, FTS_COLUMN, IndexTables, chunks_schema
+from .db import Table, arrow_rows, in_filters
+from .index_tables import FILES_SCHEMA, FTS_COLUMN, IndexTables, SyncStats, chunks_schema
 
 log = logging.getLogger(__name__)
 
@@ -63,32 +59,8 @@ class Scanned:
     chunks: list[Chunk] | None = None
 
 
-@dataclass
-class SyncStats:
-    scanned: int = 0
-    indexed: int = 0
-    restatted: int = 0
-    removed: int = 0
-    embedded: int = 0
-    reused: int = 0
-    full: bool = False
-    reason: str | None = None
-
-
 class IndexWriting(IndexTables):
     """Syncs the tables with the workspace's files; one sync at a time per index object."""
-
-    def __init__(
-        self,
-        db: LanceDatabase,
-        settings: MemwellSettings,
-        runtime: EmbeddingRuntime,
-        workspace: Path,
-        namespace: str = "",
-    ) -> None:
-        super().__init__(db, settings, runtime, workspace, namespace)
-        self._sync_lock = threading.Lock()
-        self.last_stats: SyncStats | None = None
 
     def _known_files(self) -> dict[str, FileState]:
         table = self.db.open(self.files_name)
