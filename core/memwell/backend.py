@@ -116,6 +116,8 @@ class MemoryBackend(BaseMemoryManager):
     :cvar default_min_score: the score floor of a search that gives none (``None``:
         ``query.min_score``).
     :ivar snippet_chars: how long a result's snippet may be (before its citation).
+    :ivar _lock: a re-entrant lock for the subclass's own state (syncs are serialised
+        without it, so a search may read under it while a sync runs).
     """
 
     name: ClassVar[str] = "unnamed"
