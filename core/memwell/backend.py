@@ -4,16 +4,20 @@ A backend that subclasses it writes indexing and scoring; the base class does th
 way for every backend:
 
 - the closed flag (a call after :meth:`~MemoryBackend.close` raises
-  :class:`~memwell.errors.BackendUnavailableError`) and the last sync error;
-- the search preamble: the query cut to ``query.max_chars``, a blank query or unsupported
-  sources give ``[]``, sync on search, the result limit, the score floor and the candidate
-  pool, then citations, added here only;
-- :meth:`~MemoryBackend.read_file` with the core's safe-read rules;
+  :class:`~memwell.errors.BackendUnavailableError`), one sync at a time with no request lost
+  (:class:`~memwell.sync_gate.SyncGate`) and the last sync error;
+- the search preamble, for one query or a batch: each query cut to ``query.max_chars``, blank
+  queries or unsupported sources give ``[]``, sync on search, the result limit, the score
+  floor and the candidate pool, then citations, added here only;
+- :meth:`~MemoryBackend.read_file` with the core's safe-read rules (session transcripts too,
+  when the backend indexes them);
 - the status skeleton (backend, provider, model and search mode actually in use, workspace);
 - the probes, and the async wrappers of :class:`~memwell.manager.BaseMemoryManager`.
 
 Subclasses implement :meth:`~MemoryBackend._sync`, :meth:`~MemoryBackend._search` and
-:meth:`~MemoryBackend._index_status`, and may override anything else.
+:meth:`~MemoryBackend._index_status`; the hooks :meth:`~MemoryBackend._search_many`,
+:meth:`~MemoryBackend._sync_before_search`, :meth:`~MemoryBackend._probe_vector_store` and
+:meth:`~MemoryBackend._close` have defaults, and anything else may be overridden.
 """
 
 from __future__ import annotations
@@ -35,15 +39,27 @@ from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown
 from .retrieval.limits import enforce_input_limit
 from .retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from .retrieval.query_limit import bound_query
-from .retrieval.snippets import citations_enabled, to_results
+from .retrieval.snippets import DEFAULT_SNIPPET_LIMIT, citations_enabled, to_results
 from .sources.discovery import list_memory_files, read_source_file, stat_source_file
 from .sources.paths import read_memory_file
+from .sources.sessions import readable_sessions_dir
+from .sync_gate import SyncGate
 
 if TYPE_CHECKING:
     from .embeddings import Vector
 
 MAX_CANDIDATE_POOL = 200
 """The most candidates one retriever returns for a search (the reference's cap)."""
+
+FTS_ONLY_MODEL = "fts-only"
+"""The model shown, and stored with an index, when no embedding provider is in use."""
+
+NO_PROVIDER = "no embedding provider (keyword-only mode)"
+
+REINDEX_PENDING = "index was built with another embedding model; reindex pending"
+
+CLOSE_WAIT_SECONDS = 600.0
+"""How long :meth:`MemoryBackend.wait_for_sync` waits for a running sync by default."""
 
 
 @dataclass(frozen=True)
@@ -95,26 +111,37 @@ class MemoryBackend(BaseMemoryManager):
     """Base class for backends; see the module docstring for what it owns.
 
     :cvar name: the backend name shown in ``status()``.
-    :cvar supported_sources: the sources the backend indexes (``"memory"``, ``"sessions"``).
+    :cvar supported_sources: the sources the backend can index (``"memory"``, ``"sessions"``);
+        it searches those of them that ``settings.sources`` names.
+    :cvar default_min_score: the score floor of a search that gives none (``None``:
+        ``query.min_score``).
+    :ivar snippet_chars: how long a result's snippet may be (before its citation).
+    :ivar _lock: a re-entrant lock for the subclass's own state (syncs are serialised
+        without it, so a search may read under it while a sync runs).
     """
 
     name: ClassVar[str] = "unnamed"
     supported_sources: ClassVar[frozenset[str]] = frozenset({"memory"})
+    default_min_score: ClassVar[float | None] = None
 
     def __init__(self, ctx: BackendContext) -> None:
         self.ctx = ctx
         self.workspace = ctx.workspace
         self.settings = ctx.settings
         self.runtime = ctx.embeddings
+        self.purpose = ctx.purpose
         self.closed = False
         self.last_sync_error: str | None = None
+        self.snippet_chars = DEFAULT_SNIPPET_LIMIT
         self._lock = threading.RLock()
+        self._gate = SyncGate()
+        self._closing = threading.Lock()
 
     # -- what subclasses write --------------------------------------------------------------
 
     @abstractmethod
     def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
-        """Bring the index up to date (called under the manager's lock)."""
+        """Bring the index up to date (one call at a time, see :meth:`sync`)."""
 
     @abstractmethod
     def _search(self, request: SearchRequest) -> list[Candidate]:
@@ -122,10 +149,33 @@ class MemoryBackend(BaseMemoryManager):
 
     @abstractmethod
     def _index_status(self) -> dict[str, Any]:
-        """The backend's own :class:`~memwell.models.MemoryStatus` fields (files, chunks...)."""
+        """The backend's own :class:`~memwell.models.MemoryStatus` fields (files, chunks...).
+
+        They go on top of the shared ones, so they may correct them (a search mode the index
+        cannot serve, say); :meth:`provider_fields` gives the provider part.
+        """
+
+    def _search_many(self, requests: Sequence[SearchRequest]) -> list[list[Candidate]]:
+        """The candidates of each request, in order (the requests differ only in ``query``).
+
+        Override it to answer a batch at once (one embedding call, one pass over the index).
+        """
+        return [self._search(request) for request in requests]
+
+    def _sync_before_search(self, session_key: str | None) -> None:
+        """Called before every search; by default, syncs when ``sync.on_search`` is set."""
+        if self.settings.sync.on_search:
+            self.sync(reason="search")
+
+    def _probe_vector_store(self) -> ProbeResult:
+        """Whether the vector store works, once a provider is in use; by default, whether
+        embedding does."""
+        self.runtime.embed_documents(["ping"])
+        return ProbeResult(ok=True)
 
     def _close(self) -> None:
-        """Release the backend's resources; called once by :meth:`close`."""
+        """Release the backend's resources; called once by :meth:`close`, after the closed
+        flag is set (a sync may still be running: :meth:`wait_for_sync` waits for it)."""
 
     # -- building blocks for subclasses -----------------------------------------------------
 
@@ -221,6 +271,50 @@ class MemoryBackend(BaseMemoryManager):
         if self.closed:
             raise BackendUnavailableError(f"{self.name} memory manager is closed")
 
+    def indexed_sources(self) -> frozenset[str]:
+        """The sources this manager indexes and searches: supported and configured."""
+        return self.supported_sources & frozenset(self.settings.sources)
+
+    def describe_sync_error(self, exc: Exception) -> str:
+        """How a failed sync is shown in ``status().last_sync_error``."""
+        return f"{type(exc).__name__}: {exc}"
+
+    def wait_for_sync(self, timeout: float = CLOSE_WAIT_SECONDS) -> bool:
+        """Wait until no sync runs (for :meth:`_close`); false on timeout."""
+        return self._gate.wait_idle(timeout)
+
+    def provider_fields(self, *, select: bool = True) -> dict[str, Any]:
+        """The status fields of the embedding provider in use.
+
+        ``select=False`` does not select a provider that no call has needed yet (it may
+        load a model or probe a server): the configured one is shown instead.
+        """
+        requested = self.settings.provider
+        if not select and not self.runtime.initialized:
+            return {"provider": requested, "model": self.settings.model or None}
+        try:
+            selection = self.runtime.selection()
+        except Exception as exc:
+            return {
+                "provider": requested,
+                "model": self.settings.model or None,
+                "search_mode": "disabled",
+                "provider_unavailable_reason": f"{type(exc).__name__}: {exc}",
+            }
+        if selection.provider is None:
+            return {
+                "provider": "none",
+                "model": FTS_ONLY_MODEL,
+                "search_mode": "fts-only",
+                "provider_unavailable_reason": selection.unavailable_reason,
+            }
+        return {
+            "provider": selection.provider.id,
+            "model": selection.provider.model,
+            "search_mode": "hybrid",
+            "provider_fallback": selection.fallback,
+        }
+
     # -- the protocol -----------------------------------------------------------------------
 
     def sync(
@@ -230,15 +324,23 @@ class MemoryBackend(BaseMemoryManager):
         force: bool = False,
         progress: ProgressCallback | None = None,
     ) -> None:
-        """Bring the index up to date; a failure is kept in ``status().last_sync_error``."""
+        """Bring the index up to date; a failure is kept in ``status().last_sync_error``.
+
+        A call made while another sync runs waits for it and then gets a sync of its own
+        (shared with the other calls that waited meanwhile), so no edit made during a sync
+        is left unindexed.
+        """
         self.check_open()
-        with self._lock:
-            try:
-                self._sync(reason=reason, force=force, progress=progress)
-            except Exception as exc:
-                self.last_sync_error = f"{type(exc).__name__}: {exc}"
-                raise
-            self.last_sync_error = None
+        self._gate.run(lambda forced: self._tracked_sync(reason, forced, progress), force=force)
+
+    def _tracked_sync(self, reason: str, force: bool, progress: ProgressCallback | None) -> None:
+        self.check_open()  # closed while this request waited for a running sync
+        self.last_sync_error = None
+        try:
+            self._sync(reason=reason, force=force, progress=progress)
+        except Exception as exc:
+            self.last_sync_error = self.describe_sync_error(exc)
+            raise
 
     def search(
         self,
@@ -250,62 +352,91 @@ class MemoryBackend(BaseMemoryManager):
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
         """Search after the shared preamble; citations follow ``settings.citations``."""
+        return self.search_many(
+            [query],
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """:meth:`search` for every query, in order (one :meth:`_search_many` for all)."""
         self.check_open()
         max_chars = self.settings.query.max_chars
-        text = bound_query(query, max_chars) if isinstance(query, str) else ""
-        wanted = self.supported_sources if sources is None else frozenset(sources)
-        wanted &= self.supported_sources
-        if not text or not wanted:
-            return []
-        if self.settings.sync.on_search:
-            self.sync(reason="search")
+        texts = [bound_query(q, max_chars) if isinstance(q, str) else "" for q in queries]
+        wanted = self.indexed_sources()
+        if sources is not None:
+            wanted &= frozenset(sources)
+        asked = [t for t in dict.fromkeys(texts) if t]
+        if not asked or not wanted:
+            return [[] for _ in texts]
+        self._sync_before_search(session_key)
         query_settings = self.settings.query
         limit = max(1, max_results or query_settings.max_results)
-        request = SearchRequest(
-            query=text,
-            limit=limit,
-            min_score=query_settings.min_score if min_score is None else min_score,
-            pool=min(MAX_CANDIDATE_POOL, limit * query_settings.hybrid.candidate_multiplier),
-            sources=wanted,
-            session_key=session_key,
-            hybrid=query_settings.hybrid,
-        )
-        found = self._search(request)
-        citations = citations_enabled(self.settings.citations, session_key)
-        return to_results(found, citations=citations)
+        if min_score is None:
+            min_score = self.default_min_score
+        requests = [
+            SearchRequest(
+                query=text,
+                limit=limit,
+                min_score=query_settings.min_score if min_score is None else min_score,
+                pool=min(MAX_CANDIDATE_POOL, limit * query_settings.hybrid.candidate_multiplier),
+                sources=wanted,
+                session_key=session_key,
+                hybrid=query_settings.hybrid,
+            )
+            for text in asked
+        ]
+        found = self._search_many(requests)
+        cite = citations_enabled(self.settings.citations, session_key)
+        answers = {
+            text: to_results(cands, citations=cite, snippet_chars=self.snippet_chars)
+            for text, cands in zip(asked, found, strict=True)
+        }
+        return [list(answers[text]) if text else [] for text in texts]
 
     def read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
     ) -> ReadFileResult:
-        """Read memory lines under the core's safe-read rules (Markdown inside the memory)."""
+        """Read memory lines under the core's safe-read rules (Markdown inside the memory,
+        and session transcripts when the backend indexes them)."""
+        sessions = None
+        if "sessions" in self.supported_sources:
+            sessions = readable_sessions_dir(
+                self.workspace, self.settings.sessions_dir, self.settings.sources
+            )
         return read_memory_file(
             self.workspace,
             rel_path,
             from_line=from_line,
             lines=lines,
             extra_paths=self.settings.extra_paths,
+            sessions_dir=sessions,
         )
 
     def status(self) -> MemoryStatus:
         """The shared fields, then the backend's own (:meth:`_index_status`) on top."""
-        fields: dict[str, Any] = {"provider": "none", "search_mode": "fts-only"}
-        try:
-            provider = self.runtime.provider
-        except Exception as exc:
-            fields.update(search_mode="disabled", provider_unavailable_reason=str(exc))
-        else:
-            if provider is not None:
-                fields.update(provider=provider.id, model=provider.model, search_mode="hybrid")
-        fields.update(
-            backend=self.name,
-            query_max_chars=self.settings.query.max_chars,
-            requested_provider=self.settings.provider,
-            workspace_dir=str(self.workspace),
-            extra_paths=list(self.settings.extra_paths),
-            last_sync_error=self.last_sync_error,
-        )
+        fields: dict[str, Any] = {
+            "backend": self.name,
+            "query_max_chars": self.settings.query.max_chars,
+            "requested_provider": self.settings.provider,
+            "workspace_dir": str(self.workspace),
+            "extra_paths": list(self.settings.extra_paths),
+            "sources": sorted(self.indexed_sources()),
+            "last_sync_error": self.last_sync_error,
+            **self.provider_fields(),
+        }
         fields.update(self._index_status())
-        if fields["search_mode"] != "hybrid":
+        if fields.get("search_mode", "hybrid") in ("fts-only", "disabled", "file-scan"):
             fields["vectors"] = None  # vectors are not in use
         return MemoryStatus(**fields)
 
@@ -313,20 +444,26 @@ class MemoryBackend(BaseMemoryManager):
         """Embed one text with the provider in use."""
         try:
             if self.runtime.provider is None:
-                return ProbeResult(ok=False, error="no embedding provider (keyword-only mode)")
+                reason = self.runtime.selection().unavailable_reason
+                return ProbeResult(ok=False, error=reason or NO_PROVIDER)
             self.runtime.embed_documents(["ping"])
         except Exception as exc:
             return ProbeResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         return ProbeResult(ok=True)
 
     def probe_vector(self) -> ProbeResult:
-        """Whether vector search works; by default, whether embedding does."""
-        return self.probe_embedding()
+        """Whether vector search works: a provider is in use and the store answers."""
+        try:
+            if self.runtime.provider is None:
+                return ProbeResult(ok=False, error=NO_PROVIDER)
+            return self._probe_vector_store()
+        except Exception as exc:
+            return ProbeResult(ok=False, error=f"{type(exc).__name__}: {exc}")
 
     def close(self) -> None:
         """Release resources; idempotent, and every later call raises."""
-        with self._lock:
+        with self._closing:
             if self.closed:
                 return
             self.closed = True
-            self._close()
+        self._close()

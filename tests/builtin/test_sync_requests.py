@@ -16,9 +16,9 @@ from memwell.config import MemwellSettings
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.plugins import PluginRegistry
+from memwell.sync_gate import SyncGate
 from memwell.testing import HashEmbeddingProvider
 from memwell_sqlite.manager import SqliteMemoryManager
-from memwell_sqlite.sync_gate import SyncGate
 from memwell_sqlite.watcher import MemoryWatcher
 
 

@@ -11,7 +11,7 @@ from memwell.errors import PathNotAllowedError
 from memwell.models import SyncProgress
 from memwell.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider
-from memwell_lancedb.index import bm25_to_score, keyword_terms
+from memwell_lancedb.searching import bm25_to_score, keyword_terms
 
 NOTES = {
     "MEMORY.md": "# Memory\n\nThe staging database listens on port 5433.\n",

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import memwell_qmd.plugin
 import memwell_sqlite.plugin
 import pytest
-from memwell.factory import close_all
+from memwell.factory import backend_context, close_all
 from memwell.plugins import PluginRegistry
 from memwell.testing.conformance import FACTS, write_workspace
 from memwell_qmd.config import COMMAND_ENV, QmdConfig
@@ -61,7 +61,9 @@ def make_manager() -> Iterator[Callable[..., QmdMemoryManager]]:
     ) -> QmdMemoryManager:
         settings = qmd_settings(command, **qmd)
         config = QmdConfig.model_validate(settings.backends["qmd"])
-        manager = QmdMemoryManager(workspace, settings, config, purpose=purpose)
+        registry = PluginRegistry(load_entry_points=False)
+        ctx = backend_context(workspace, settings, registry, config, purpose=purpose)
+        manager = QmdMemoryManager(ctx, config)
         made.append(manager)
         return manager
 

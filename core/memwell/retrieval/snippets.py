@@ -54,8 +54,8 @@ def citations_enabled(mode: str, session_key: str | None) -> bool:
     raise InvalidArgumentError(f"unknown citations mode {mode!r}; expected 'on', 'off' or 'auto'")
 
 
-def _to_result(item: Candidate, citations: bool) -> MemorySearchResult:
-    snippet = truncate_snippet(item.text)
+def _to_result(item: Candidate, citations: bool, snippet_chars: int) -> MemorySearchResult:
+    snippet = truncate_snippet(item.text, snippet_chars)
     citation = None
     if citations:
         citation = format_citation(item.path, item.start_line, item.end_line)
@@ -71,10 +71,16 @@ def _to_result(item: Candidate, citations: bool) -> MemorySearchResult:
     )
 
 
-def to_results(items: Sequence[Candidate], *, citations: bool) -> list[MemorySearchResult]:
-    """Build results with 700-unit snippets, scores clamped to [0, 1] and optional citations.
+def to_results(
+    items: Sequence[Candidate],
+    *,
+    citations: bool,
+    snippet_chars: int = DEFAULT_SNIPPET_LIMIT,
+) -> list[MemorySearchResult]:
+    """Build results with snippets of ``snippet_chars`` UTF-16 units (700 by default), scores
+    clamped to [0, 1] and optional citations.
 
     With ``citations`` the snippet becomes ``snippet.strip() + "\\n\\nSource: " + citation``
     and ``citation`` is set; otherwise ``citation`` is None.
     """
-    return [_to_result(item, citations) for item in items]
+    return [_to_result(item, citations, snippet_chars) for item in items]

@@ -82,8 +82,9 @@ class JsonFileManager(MemoryBackend):
         fresh = JsonIndex(identity=identity, files=files)
         if fresh != old or not self.index_path.exists():
             fresh.save(self.index_path, indent=self.config.indent)
-            self._index = fresh
-            self._view = None
+            with self._lock:
+                self._index = fresh
+                self._view = None
 
     # -- search -----------------------------------------------------------------------------
 

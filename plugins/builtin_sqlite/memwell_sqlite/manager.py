@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from memwell.config import MemwellSettings
-from memwell.curation.session_delta import SESSIONS_ONLY_REASONS, SessionDeltaTracker
+from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
 from memwell.descriptors import BackendContext
-from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.embeddings import EmbeddingProvider, Matrix
-from memwell.errors import BackendUnavailableError, ProviderError
-from memwell.manager import BaseMemoryManager, ProgressCallback
+from memwell.errors import ProviderError
+from memwell.manager import ProgressCallback
 from memwell.models import (
     CacheStatus,
     FtsStatus,
-    MemorySearchResult,
-    MemoryStatus,
     ProbeResult,
-    ReadFileResult,
     SearchDegradation,
     SearchMode,
     SourceCount,
@@ -32,11 +27,7 @@ from memwell.provider_fallback import FALLBACK_FILE
 from memwell.recall.query_vectors import QueryVectors
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
-from memwell.retrieval.query_limit import bound_query
-from memwell.retrieval.snippets import format_citation, truncate_snippet
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
-from memwell.sources.paths import read_memory_file
-from memwell.sources.sessions import list_session_files, readable_sessions_dir
 
 from .config import BuiltinConfig
 from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
@@ -45,16 +36,13 @@ from .indexer import FTS_ONLY_MODEL, Indexer, scope_hash, sessions_dir
 from .layout import IndexDir
 from .search import Searcher
 from .store import FTS_DAMAGED, SCHEMA_VERSION, IndexStore
-from .sync_gate import SyncGate
 from .vectors import VectorIndex
 from .watcher import MemoryWatcher
 
 log = logging.getLogger(__name__)
 
-REINDEX_PENDING = "index was built with another embedding model; reindex pending"
 
-
-class SqliteMemoryManager(BaseMemoryManager):
+class SqliteMemoryManager(MemoryBackend):
     """Markdown memory indexed in SQLite (FTS5 + vectors) with incremental, crash-safe sync.
 
     One writer at a time per workspace (a file lock, across processes); any number of
@@ -62,12 +50,12 @@ class SqliteMemoryManager(BaseMemoryManager):
     index keeps serving until the new one is complete.
     """
 
+    name = "builtin"
+    supported_sources = frozenset({"memory", "sessions"})
+
     def __init__(self, ctx: BackendContext, config: BuiltinConfig | None = None) -> None:
+        super().__init__(ctx)
         self.config = config or BuiltinConfig()
-        self.workspace = ctx.workspace
-        self.settings: MemwellSettings = ctx.settings
-        self.runtime: EmbeddingRuntime = ctx.embeddings
-        self.purpose = ctx.purpose
         root = self.settings.store.path
         self.index_dir = IndexDir(
             Path(root).expanduser() if root else self.workspace / self.settings.index_dir
@@ -80,15 +68,12 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._versioned_store: IndexStore | None = None
         self._reader_opens = 0
         self._meta_cache: tuple[EmbeddingProvider | None, dict[str, Any]] | None = None
-        self._gate = SyncGate()
         self._state_lock = threading.Lock()
         self._background: threading.Thread | None = None
         self._warm_sessions: set[str] = set()
         self._stop = threading.Event()
         self.generation = 0
         self.dirty = True
-        self.closed = False
-        self.last_sync_error: str | None = None
         self.last_search_error: str | None = None
         self.files = PublishedIndex(
             self.index_dir,
@@ -103,9 +88,6 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._kept_model_index_said = False
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
-        self.session_deltas: SessionDeltaTracker | None = None
-        if "sessions" in self.settings.sources:
-            self.session_deltas = SessionDeltaTracker(self.settings, sync=self._safe_sync)
         if self.purpose == "default":
             self._start_triggers()
 
@@ -128,7 +110,6 @@ class SqliteMemoryManager(BaseMemoryManager):
                 on_dirty=self._mark_dirty,
                 on_change=lambda: self.sync(reason="watch"),
                 debounce_s=sync_cfg.watch_debounce_ms / 1000,
-                transcripts=self._transcript_growth(),
             )
             try:
                 self._watcher.start()
@@ -140,11 +121,6 @@ class SqliteMemoryManager(BaseMemoryManager):
                 target=self._interval_loop, name="memwell-interval-sync", daemon=True
             )
             self._interval.start()
-
-    def _transcript_growth(self) -> tuple[Path, Callable[[Path], None]] | None:
-        if self.session_deltas is None:
-            return None
-        return sessions_dir(self.settings, self.workspace), self.session_deltas.schedule
 
     def _interval_loop(self) -> None:
         period = self.settings.sync.interval_minutes * 60
@@ -210,36 +186,10 @@ class SqliteMemoryManager(BaseMemoryManager):
 
     # -- sync -------------------------------------------------------------------------------
 
-    def sync(
-        self,
-        *,
-        reason: str = "manual",
-        force: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> None:
-        """Bring the index up to date.
-
-        A call made while another sync runs waits for it and then gets a scan of its own
-        (shared with the other calls that waited meanwhile), so no edit made during a sync
-        is left unindexed.
-        """
-        if self.closed:
-            raise BackendUnavailableError("memory manager is closed")
-        scope = frozenset({"sessions"}) if reason in SESSIONS_ONLY_REASONS else None
-        self._gate.run(
-            lambda forced, only: self._sync_locked(forced, progress, only),
-            force=force,
-            sources=scope,
-        )
-
-    def _sync_locked(
-        self, force: bool, progress: ProgressCallback | None, only: frozenset[str] | None = None
-    ) -> None:
-        if self.closed:  # closed while this request waited for a running sync
-            raise BackendUnavailableError("memory manager is closed")
+    def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
         try:
             try:
-                self._sync_once(force, progress, only)
+                self._sync_once(force, progress)
             except Exception as exc:
                 if not isinstance(exc, ProviderError) or not self.runtime.activate_fallback(
                     str(exc)
@@ -249,35 +199,24 @@ class SqliteMemoryManager(BaseMemoryManager):
                 self._sync_once(True, progress)
         except Exception as exc:
             if self.files.out_of_space(exc):
-                full = disk_full_error(exc, str(self.index_dir.root))
-                self.last_sync_error = str(full)
-                raise full from exc
-            self.last_sync_error = f"{type(exc).__name__}: {exc}"
+                raise disk_full_error(exc, str(self.index_dir.root)) from exc
             raise
-        self.last_sync_error = None
 
-    def _sync_once(
-        self, force: bool, progress: ProgressCallback | None, only: frozenset[str] | None = None
-    ) -> None:
+    def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
         if not self.index_dir.writable():
             raise IndexReadOnlyError(
                 f"index directory {self.index_dir.root} is read-only: cannot sync "
                 "(search the existing index with --no-sync)"
             )
-        if only is None:
-            self.dirty = False
+        self.dirty = False
         with self.index_dir.write_lock():
             opened = self.files.open_for_sync()
             if opened is None:
                 self._full_reindex(None, progress)
             else:
-                self._update(*opened, force=force, progress=progress, only=only)
+                self._update(*opened, force=force, progress=progress)
             self.generation += 1
         self.vectors.invalidate()
-        if self.session_deltas is not None:
-            self.session_deltas.synced(
-                list_session_files(sessions_dir(self.settings, self.workspace))
-            )
 
     def _update(
         self,
@@ -287,11 +226,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         *,
         force: bool,
         progress: ProgressCallback | None,
-        only: frozenset[str] | None = None,
     ) -> None:
-        """Sync the opened published index: incrementally (only the ``only`` sources, if
-        given), or by a rebuild when one is due (forced, configuration changed, or the
-        incremental pass found it damaged)."""
+        """Sync the opened published index: incrementally, or by a rebuild when one is due
+        (forced, configuration changed, or the incremental pass found it damaged)."""
         old: Path | None = path
         try:
             if not force and self._keeps_model_index(meta):
@@ -299,10 +236,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             if not force and self._needs_full(meta, store) is None:
                 try:
                     indexer = Indexer(store, self.settings, self.runtime, self.workspace)
-                    errors = indexer.run(full=False, progress=progress, sources=only).errors
-                    if only is not None:
-                        return
-                    self.unreadable = errors
+                    self.unreadable = indexer.run(full=False, progress=progress).errors
                     if meta is not None and self.unreadable != meta.get("unreadable", []):
                         store.write_meta({**meta, "unreadable": self.unreadable})  # for status
                     return
@@ -386,45 +320,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         ):
             self._safe_sync("search")
 
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        return self.search_many(
-            [query],
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )[0]
-
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[list[MemorySearchResult]]:
-        """:meth:`search` for every query, in order: one embedding batch for all queries and
-        one matrix product over the vectors; each answer equals the single search's."""
-        if self.closed:
-            raise BackendUnavailableError("memory manager is closed")
-        max_chars = self.settings.query.max_chars
-        texts = [bound_query(q, max_chars) if isinstance(q, str) else "" for q in queries]
-        wanted: list[str] = [
-            s for s in (sources or self.settings.sources) if s in self.settings.sources
-        ]
-        if not wanted or not any(texts):
-            return [[] for _ in texts]
-        limit = max(1, max_results or self.settings.query.max_results)
-        floor = self.settings.query.min_score if min_score is None else min_score
+    def _sync_before_search(self, session_key: str | None) -> None:
+        """Warm up on a new session, bootstrap an empty index, and with ``sync.on_search``
+        sync a dirty one in the background (the search serves the current index)."""
         warm = self.settings.sync.on_session_start
         if warm and session_key and session_key not in self._warm_sessions:
             self._warm_sessions.add(session_key)
@@ -432,15 +330,23 @@ class SqliteMemoryManager(BaseMemoryManager):
         self._bootstrap_if_empty()
         if self.dirty and self.settings.sync.on_search:
             self._background_sync("search")
-        asked = [t for t in dict.fromkeys(texts) if t]
+
+    def _search(self, request: SearchRequest) -> list[Candidate]:
+        return self._search_many([request])[0]
+
+    def _search_many(self, requests: Sequence[SearchRequest]) -> list[list[Candidate]]:
+        """One embedding batch for all queries and one matrix product over the vectors;
+        each answer equals the single search's. A failing index is recovered once."""
+        first = requests[0]
+        texts = [request.query for request in requests]
+        sources: list[str] = [s for s in self.settings.sources if s in first.sources]
         try:
-            found = self._search(asked, limit, floor, wanted)
+            return self._run_searches(texts, first.limit, first.min_score, sources)
         except Exception as exc:
             with self.files.lock:
                 self.files.query_failed(exc)
             self.sync(reason="recover")
-            found = self._search(asked, limit, floor, wanted)
-        return [list(found[t]) if t else [] for t in texts]
+            return self._run_searches(texts, first.limit, first.min_score, sources)
 
     def _query_vectors(self, texts: list[str]) -> tuple[Matrix | None, str | None]:
         """The queries' vectors when the index's vectors match the provider, else ``None``
@@ -499,9 +405,9 @@ class SqliteMemoryManager(BaseMemoryManager):
             for t, has_vector in zip(texts, nonzero, strict=True)
         ]
 
-    def _search(
+    def _run_searches(
         self, texts: list[str], limit: int, floor: float, sources: list[str]
-    ) -> dict[str, list[MemorySearchResult]]:
+    ) -> list[list[Candidate]]:
         matrix, reason = self._query_vectors(texts)
         found: list[list[Candidate]] = [[] for _ in texts]
         mode: SearchMode = "fts-only"
@@ -529,7 +435,7 @@ class SqliteMemoryManager(BaseMemoryManager):
         self.last_degradation = (
             None if reason is None else SearchDegradation(mode=mode, reason=reason)
         )
-        return {t: [_to_result(c) for c in cands] for t, cands in zip(texts, found, strict=True)}
+        return found
 
     def _file_scan(
         self, texts: list[str], limit: int, floor: float, sources: list[str]
@@ -579,45 +485,7 @@ class SqliteMemoryManager(BaseMemoryManager):
 
     # -- reads, status, probes --------------------------------------------------------------
 
-    def read_file(
-        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
-    ) -> ReadFileResult:
-        return read_memory_file(
-            self.workspace,
-            rel_path,
-            from_line=from_line,
-            lines=lines,
-            extra_paths=self.settings.extra_paths,
-            sessions_dir=readable_sessions_dir(
-                self.workspace, self.settings.sessions_dir, self.settings.sources
-            ),
-        )
-
-    def _provider_fields(self) -> dict[str, Any]:
-        requested = self.settings.provider
-        try:  # selection is cheap: providers load models lazily
-            selection = self.runtime.selection()
-        except Exception as exc:
-            return {
-                "provider": requested,
-                "model": self.settings.model or None,
-                "search_mode": "disabled",
-                "provider_unavailable_reason": f"{type(exc).__name__}: {exc}",
-            }
-        if selection.provider is None:
-            return {
-                "provider": "none",
-                "model": FTS_ONLY_MODEL,
-                "search_mode": "fts-only",
-                "provider_unavailable_reason": selection.unavailable_reason,
-            }
-        return {
-            "provider": selection.provider.id,
-            "model": selection.provider.model,
-            "provider_fallback": selection.fallback,
-        }
-
-    def status(self) -> MemoryStatus:
+    def _index_status(self) -> dict[str, Any]:
         with self.files.lock:
             store = self.files.reader_store()
             try:
@@ -638,14 +506,14 @@ class SqliteMemoryManager(BaseMemoryManager):
             engine = self.vectors.active_engine(store) if store is not None else None
             db_path = str(store.path) if store is not None else None
             notes = self.files.notes(store)
-        fields = self._provider_fields()
-        has_vectors = fields.get("search_mode") not in ("fts-only", "disabled")
+        fields = self.provider_fields()
+        has_vectors = fields["search_mode"] not in ("fts-only", "disabled")
         if has_vectors and meta:
             expected = self._expected_meta()
             if meta.get("provider_key") != expected["provider_key"]:
-                fields.setdefault("search_mode", "fts-only")
+                fields["search_mode"] = "fts-only"
                 fields["provider_unavailable_reason"] = REINDEX_PENDING
-        if not fts.available and fields.get("search_mode") != "disabled":
+        if not fts.available and fields["search_mode"] != "disabled":
             fields["search_mode"] = "vector-only" if has_vectors else "file-scan"
         degraded = self.last_degradation or _standing_degradation(
             fields, fts, self.settings.provider
@@ -654,18 +522,12 @@ class SqliteMemoryManager(BaseMemoryManager):
         chunks = sum(c for _, _, c in counts)
         purpose_dirty = meta == {} if self.purpose == "status" else self.dirty
         vec_enabled = self.settings.store.vector.enabled
-        return MemoryStatus(
-            backend="builtin",
-            query_max_chars=self.settings.query.max_chars,
-            requested_provider=self.settings.provider,
+        return dict(
             files=files,
             chunks=chunks,
             vectors=vector_count if has_vectors else None,
             dirty=purpose_dirty,
-            workspace_dir=str(self.workspace),
             db_path=db_path,
-            extra_paths=list(self.settings.extra_paths),
-            sources=list(self.settings.sources),
             source_counts=[SourceCount(source=s, files=f, chunks=c) for s, f, c in counts],
             cache=CacheStatus(
                 enabled=self.settings.cache.enabled,
@@ -701,59 +563,28 @@ class SqliteMemoryManager(BaseMemoryManager):
             **fields,
         )
 
-    def probe_embedding(self) -> ProbeResult:
-        try:
-            if self.runtime.provider is None:
-                reason = self.runtime.selection().unavailable_reason
-                return ProbeResult(
-                    ok=False, error=reason or "No embedding provider available (FTS-only mode)"
-                )
-            self.runtime.embed_documents(["ping"])
-            return ProbeResult(ok=True)
-        except Exception as exc:
-            return ProbeResult(ok=False, error=f"{type(exc).__name__}: {exc}")
-
     def probe_vector(self) -> ProbeResult:
         if not self.settings.store.vector.enabled:
             return ProbeResult(ok=False, error="store.vector.enabled is false")
-        try:
-            if self.runtime.provider is None:
-                return ProbeResult(ok=False, error="no embedding provider (FTS-only mode)")
-        except Exception as exc:
-            return ProbeResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+        return super().probe_vector()
+
+    def _probe_vector_store(self) -> ProbeResult:
         with self.files.lock:
             store = self.files.reader_store()
             if store is not None and not store.info.vec_loaded and self.vectors.engine != "numpy":
                 return ProbeResult(ok=True, error=f"sqlite-vec: {store.info.vec_error}; numpy")
         return ProbeResult(ok=True)
 
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
+    def _close(self) -> None:
         self._stop.set()
         if self._watcher is not None:
             self._watcher.stop()
-        if self.session_deltas is not None:
-            self.session_deltas.close()
         background = self._background
         if background is not None:
             background.join(timeout=30)
-        self._gate.wait_idle(timeout=600)
+        self.wait_for_sync()
         with self.files.lock:
             self.files.close_reader()
-
-
-def _to_result(c: Candidate) -> MemorySearchResult:
-    return MemorySearchResult(
-        path=c.path,
-        start_line=c.start_line,
-        end_line=c.end_line,
-        score=max(0.0, min(1.0, c.score)),
-        snippet=truncate_snippet(c.text),
-        source=c.source,
-        citation=format_citation(c.path, c.start_line, c.end_line),
-    )
 
 
 def _no_keyword_index(store: IndexStore | None, sync_error: str | None) -> str:

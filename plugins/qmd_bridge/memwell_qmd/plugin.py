@@ -19,7 +19,7 @@ def create_manager(ctx: BackendContext) -> QmdMemoryManager:
     from .manager import QmdMemoryManager  # imported when the backend is chosen
 
     config = ctx.plugin_config if isinstance(ctx.plugin_config, QmdConfig) else QmdConfig()
-    return QmdMemoryManager(ctx.workspace, ctx.settings, config, purpose=ctx.purpose)
+    return QmdMemoryManager(ctx, config)
 
 
 @hookimpl
