@@ -92,8 +92,9 @@ class Indexer:
         """Index every changed file (all files when ``full``) and drop vanished ones."""
         pending: list[PendingFile] = []
         seen: dict[str, set[str]] = {}
+        indexed: dict[str, dict[str, FileState]] = {}
         for source in self.settings.sources:
-            known = self.store.file_states(source)
+            known = indexed[source] = self.store.file_states(source)
             present = seen.setdefault(source, set())
             scan = self._scan_memory if source == "memory" else self._scan_sessions
             for item in scan(known, full=full):
@@ -117,7 +118,7 @@ class Indexer:
                         total_chunks=total_chunks,
                     )
                 )
-        self._remove_vanished(seen)
+        self._remove_vanished(seen, indexed)
         max_entries = self.settings.cache.max_entries
         if self.settings.cache.enabled and max_entries:
             self.stats.evicted = self.store.cache_prune(max_entries)
@@ -245,11 +246,16 @@ class Indexer:
                 self.stats.indexed += 1
                 self.stats.chunks += len(rows)
 
-    def _remove_vanished(self, seen: dict[str, set[str]]) -> None:
+    def _remove_vanished(
+        self, seen: dict[str, set[str]], indexed: dict[str, dict[str, FileState]]
+    ) -> None:
+        """Delete the files of ``indexed`` (read before the scan) that the scan did not see,
+        and every file of a source that is no longer configured."""
         with self.store.conn:
             for source in ("memory", "sessions"):
                 present = seen.get(source, set())
-                for path in self.store.file_states(source):
+                known = indexed.get(source)
+                for path in known if known is not None else self.store.file_states(source):
                     if path not in present:
                         self.store.delete_file(path, source)
                         self.stats.removed += 1
