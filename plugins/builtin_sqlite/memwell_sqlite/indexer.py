@@ -32,6 +32,9 @@ FTS_ONLY_MODEL = "fts-only"
 FILES_PER_TXN = 128
 #: A group also closes once it holds this many chunks, so progress moves per embedding batch.
 CHUNKS_PER_TXN = 64
+#: The same bound without a model: nothing to embed, so groups are only bounded by memory
+#: (each commit of a first keyword-only index cost about 15 ms at 64 chunks a group).
+FTS_ONLY_CHUNKS_PER_TXN = 2048
 
 
 @dataclass
@@ -104,7 +107,8 @@ class Indexer:
         total = len(pending)
         total_chunks = sum(len(item.chunks) for item in pending)
         done = chunks_done = 0
-        for group in _groups(pending):
+        per_group = CHUNKS_PER_TXN if self.provider is not None else FTS_ONLY_CHUNKS_PER_TXN
+        for group in _groups(pending, per_group):
             self._write_group(group)
             done += len(group)
             chunks_done += sum(len(item.chunks) for item in group)
@@ -261,13 +265,15 @@ class Indexer:
                         self.stats.removed += 1
 
 
-def _groups(pending: Sequence[PendingFile]) -> Iterator[list[PendingFile]]:
-    """Consecutive groups of at most :data:`FILES_PER_TXN` files or about
-    :data:`CHUNKS_PER_TXN` chunks (a file is never split)."""
+def _groups(
+    pending: Sequence[PendingFile], max_chunks: int = CHUNKS_PER_TXN
+) -> Iterator[list[PendingFile]]:
+    """Consecutive groups of at most :data:`FILES_PER_TXN` files or about ``max_chunks``
+    chunks (a file is never split)."""
     group: list[PendingFile] = []
     chunks = 0
     for item in pending:
-        if group and (len(group) >= FILES_PER_TXN or chunks + len(item.chunks) > CHUNKS_PER_TXN):
+        if group and (len(group) >= FILES_PER_TXN or chunks + len(item.chunks) > max_chunks):
             yield group
             group, chunks = [], 0
         group.append(item)
