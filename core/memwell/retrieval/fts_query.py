@@ -139,14 +139,17 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(_word_terms(query))
 
 
-def chunk_terms(text: str) -> str:
+def chunk_terms(text: str, *, segmented: str | None = None) -> str:
     """The distinct terms of a chunk that :func:`keyword_boost` compares, space-separated.
 
     A backend computes this once per chunk when it indexes the chunk and passes it back to
     :func:`keyword_boost` at search time, so a search never tokenises candidate texts (terms
     are runs of word characters or CJK n-grams, so they never contain a space).
+    ``segmented`` is ``segment_for_index(text)`` when the caller has it already.
     """
-    return " ".join(dict.fromkeys(_tokens(segment_for_index(text))))
+    if segmented is None:
+        segmented = segment_for_index(text)
+    return " ".join(_searchable(dict.fromkeys(tokenize(segmented))))
 
 
 def keyword_boost(

@@ -235,6 +235,7 @@ class IndexStore:
         self._delete_chunks(path, source)
         now = int(time.time() * 1000)
         for chunk in chunks:
+            segmented = segment_for_index(chunk.text)
             blob = (
                 chunk.embedding.astype(np.float32).tobytes()
                 if chunk.embedding is not None
@@ -255,14 +256,12 @@ class IndexStore:
                     chunk.text,
                     blob,
                     now,
-                    chunk_terms(chunk.text),
+                    chunk_terms(chunk.text, segmented=segmented),
                 ),
             )
             rowid = cur.lastrowid
             if self.fts_available:
-                text = (
-                    segment_for_index(chunk.text) if self.tokenizer == "unicode61" else chunk.text
-                )
+                text = segmented if self.tokenizer == "unicode61" else chunk.text
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
