@@ -145,39 +145,27 @@ SYLLABLES = [
 ]
 
 
-def _vocabulary(size: int = 6000, seed: int = 11) -> list[str]:
-    """Domain words first, then pronounceable pseudo-words; used with Zipf frequencies."""
+def _vocabulary(
+    known: list[str], pieces: str | list[str], lengths: tuple[int, int], seed: int, size: int = 6000
+) -> list[str]:
+    """``known`` words first, then pseudo-words of ``lengths`` pieces; used with Zipf
+    frequencies."""
     rng = random.Random(seed)
-    words = list(WORDS)
+    words = list(known)
     seen = set(words)
     while len(words) < size:
-        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        word = "".join(rng.choice(pieces) for _ in range(rng.randint(*lengths)))
         if word not in seen:
             seen.add(word)
             words.append(word)
     return words
 
 
-VOCABULARY = _vocabulary()
+VOCABULARY = _vocabulary(WORDS, SYLLABLES, (2, 4), seed=11)
 # Zipf's law (exponent 1.1) so, as in real notes, a few words are everywhere and most are rare.
 _WEIGHTS = list(itertools.accumulate(1.0 / (rank**1.1) for rank in range(1, len(VOCABULARY) + 1)))
-
-
-def _zh_vocabulary(size: int = 6000, seed: int = 13) -> list[str]:
-    """Two- and three-character pseudo-words over common characters (Zipf-weighted like
-    :data:`VOCABULARY`)."""
-    rng = random.Random(seed)
-    words: list[str] = []
-    seen: set[str] = set()
-    while len(words) < size:
-        word = "".join(rng.choice(ZH_CHARS) for _ in range(rng.randint(2, 3)))
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    return words
-
-
-ZH_VOCABULARY = _zh_vocabulary()
+#: Two- and three-character Chinese pseudo-words over common characters.
+ZH_VOCABULARY = _vocabulary([], ZH_CHARS, (2, 3), seed=13)
 
 
 def _paragraph(rng: random.Random, topic: str, words: int) -> str:
