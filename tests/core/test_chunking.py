@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.retrieval.chunking import (
     Chunk,
+    _utf16_len,
     chunk_markdown,
     estimate_chars,
     remap_lines,
@@ -302,3 +303,11 @@ def test_property_without_overlap_no_text_is_lost_or_repeated(content: str, toke
     assert visible("".join(c.text for c in chunks)) == visible(content)
     for previous, following in itertools.pairwise(chunks):
         assert previous.end_line <= following.start_line
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_utf16_len_counts_code_units(text: str) -> None:
+    """Astral code points are two UTF-16 units, everything else (lone surrogates too) one."""
+    assert _utf16_len(text) == len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    assert _utf16_len(text + "\ud800") == _utf16_len(text) + 1

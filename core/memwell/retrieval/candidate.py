@@ -10,7 +10,9 @@ class Candidate:
     """A chunk found by keyword and/or vector search.
 
     ``vector_score`` and ``text_score`` are in [0, 1]; ``score`` is the fused score.
-    ``text`` is the chunk text (snippets are cut from it later).
+    ``text`` is the chunk text (snippets are cut from it later); ``terms`` is its
+    :func:`~memwell.retrieval.fts_query.chunk_terms` when the index stored them (``None``:
+    computed from ``text`` when needed).
     """
 
     id: str
@@ -22,3 +24,4 @@ class Candidate:
     vector_score: float = 0.0
     text_score: float = 0.0
     score: float = 0.0
+    terms: str | None = None

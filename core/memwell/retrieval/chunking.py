@@ -73,7 +73,10 @@ def estimate_chars(text: str) -> int:
 
 
 def _utf16_len(text: str) -> int:
-    return len(text) + sum(1 for char in text if ord(char) > _BMP_LIMIT)
+    """UTF-16 code units of ``text`` (a lone surrogate counts one, like any BMP code point)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _utf16_slices(text: str, units: int) -> list[str]:

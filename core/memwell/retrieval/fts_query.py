@@ -139,19 +139,39 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(_word_terms(query))
 
 
-def keyword_boost(query: str | frozenset[str], text: str, path: str) -> float:
+def chunk_terms(text: str, *, segmented: str | None = None) -> str:
+    """The distinct terms of a chunk that :func:`keyword_boost` compares, space-separated.
+
+    A backend computes this once per chunk when it indexes the chunk and passes it back to
+    :func:`keyword_boost` at search time, so a search never tokenises candidate texts (terms
+    are runs of word characters or CJK n-grams, so they never contain a space).
+    ``segmented`` is ``segment_for_index(text)`` when the caller has it already.
+    """
+    if segmented is None:
+        segmented = segment_for_index(text)
+    return " ".join(_searchable(dict.fromkeys(tokenize(segmented))))
+
+
+def keyword_boost(
+    query: str | frozenset[str], text: str, path: str, terms_of_text: str | None = None
+) -> float:
     """Extra score for a keyword-only hit, capped at 1 (the caller adds it to the text score).
 
-    ``query`` is the query or, when scoring many hits, its :func:`query_terms` computed once.
+    ``query`` is the query or, when scoring many hits, its :func:`query_terms` computed once;
+    ``terms_of_text`` is the text's :func:`chunk_terms` when the index stored them (computed
+    here otherwise).
     ``0.45`` x the share of query terms found in the text, ``0.2`` x overlap over the distinct
     text terms, ``0.18`` per query term contained in the lowercased path, and up to ``0.18``
     for text length (``len(text) / 160``). CJK is compared as the index n-grams.
     """
     terms = query_terms(query) if isinstance(query, str) else query
-    text_terms = set(_tokens(segment_for_index(text)))
-    overlap = len(terms & text_terms)
+    if terms_of_text is None:
+        terms_of_text = chunk_terms(text)
+    distinct = terms_of_text.count(" ") + 1 if terms_of_text else 0
+    padded = f" {terms_of_text} "
+    overlap = sum(1 for term in terms if f" {term} " in padded)
     coverage = overlap / len(terms) if terms else 0.0
-    density = overlap / len(text_terms) if text_terms else 0.0
+    density = overlap / distinct if distinct else 0.0
     lowered_path = path.lower()
     path_hits = sum(1 for term in terms if term in lowered_path)
     boost = 0.45 * coverage + 0.2 * density + 0.18 * path_hits + min(len(text) / 160, 0.18)

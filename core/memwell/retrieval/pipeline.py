@@ -92,7 +92,7 @@ def rank_keyword_only(
     """
     terms = query_terms(query)  # once per query, not per candidate
     boosted = [
-        replace(c, score=min(1.0, c.text_score + keyword_boost(terms, c.text, c.path)))
+        replace(c, score=min(1.0, c.text_score + keyword_boost(terms, c.text, c.path, c.terms)))
         for c in hits
     ]
     return keyword_floor(

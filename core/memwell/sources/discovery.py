@@ -32,6 +32,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 """File name endings (compared case-insensitively) that count as Markdown."""
 
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+_UNNORMAL_PARTS = frozenset({"", ".", ".."})
 _MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG})
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 _OPEN_FLAGS = (
@@ -74,8 +75,19 @@ def decode_text(data: bytes) -> str:
 
 
 def relative_path(abs_path: Path, workspace: Path) -> str:
-    """``abs_path`` relative to ``workspace`` with ``/`` separators (may start with ``../``)."""
-    return PurePath(os.path.relpath(abs_path, workspace)).as_posix()
+    """``abs_path`` relative to ``workspace`` with ``/`` separators (may start with ``../``).
+
+    A path inside a normalised absolute workspace (every discovered file) is cut by string
+    prefix: a sync's stat walk calls this once per file, and ``os.path.relpath`` was half of
+    a no-op sync.
+    """
+    path, root = os.fspath(abs_path), os.fspath(workspace)
+    base = root.rstrip(os.sep)
+    if path.startswith(base + os.sep) and os.path.isabs(root) and os.path.normpath(root) == root:
+        parts = path[len(base) + 1 :].split(os.sep)
+        if not _UNNORMAL_PARTS.intersection(parts):
+            return "/".join(parts)
+    return PurePath(os.path.relpath(path, root)).as_posix()
 
 
 def normalize_extra_paths(workspace: Path, extra_paths: Sequence[str]) -> list[Path]:

@@ -32,6 +32,9 @@ FTS_ONLY_MODEL = "fts-only"
 FILES_PER_TXN = 128
 #: A group also closes once it holds this many chunks, so progress moves per embedding batch.
 CHUNKS_PER_TXN = 64
+#: The same bound without a model: nothing to embed, so groups are only bounded by memory
+#: (each commit of a first keyword-only index cost about 15 ms at 64 chunks a group).
+FTS_ONLY_CHUNKS_PER_TXN = 2048
 
 
 @dataclass
@@ -97,10 +100,11 @@ class Indexer:
         ``sources``, only files of those sources are looked at."""
         pending: list[PendingFile] = []
         seen: dict[str, set[str]] = {}
+        indexed: dict[str, dict[str, FileState]] = {}
         for source in self.settings.sources:
             if sources is not None and source not in sources:
                 continue
-            known = self.store.file_states(source)
+            known = indexed[source] = self.store.file_states(source)
             present = seen.setdefault(source, set())
             scan = self._scan_memory if source == "memory" else self._scan_sessions
             for item in scan(known, full=full):
@@ -110,7 +114,8 @@ class Indexer:
         total = len(pending)
         total_chunks = sum(len(item.chunks) for item in pending)
         done = chunks_done = 0
-        for group in _groups(pending):
+        per_group = CHUNKS_PER_TXN if self.provider is not None else FTS_ONLY_CHUNKS_PER_TXN
+        for group in _groups(pending, per_group):
             self._write_group(group)
             done += len(group)
             chunks_done += sum(len(item.chunks) for item in group)
@@ -124,7 +129,7 @@ class Indexer:
                         total_chunks=total_chunks,
                     )
                 )
-        self._remove_vanished(seen, sources)
+        self._remove_vanished(seen, indexed, sources)
         max_entries = self.settings.cache.max_entries
         if self.settings.cache.enabled and max_entries:
             self.stats.evicted = self.store.cache_prune(max_entries)
@@ -252,23 +257,34 @@ class Indexer:
                 self.stats.indexed += 1
                 self.stats.chunks += len(rows)
 
-    def _remove_vanished(self, seen: dict[str, set[str]], scanned: frozenset[str] | None) -> None:
+    def _remove_vanished(
+        self,
+        seen: dict[str, set[str]],
+        indexed: dict[str, dict[str, FileState]],
+        scanned: frozenset[str] | None,
+    ) -> None:
+        """Delete the files of ``indexed`` (read before the scan) that the scan did not see,
+        and every file of a source that is no longer configured; with ``scanned``, only in
+        those sources."""
         with self.store.conn:
             for source in ("memory", "sessions") if scanned is None else sorted(scanned):
                 present = seen.get(source, set())
-                for path in self.store.file_states(source):
+                known = indexed.get(source)
+                for path in known if known is not None else self.store.file_states(source):
                     if path not in present:
                         self.store.delete_file(path, source)
                         self.stats.removed += 1
 
 
-def _groups(pending: Sequence[PendingFile]) -> Iterator[list[PendingFile]]:
-    """Consecutive groups of at most :data:`FILES_PER_TXN` files or about
-    :data:`CHUNKS_PER_TXN` chunks (a file is never split)."""
+def _groups(
+    pending: Sequence[PendingFile], max_chunks: int = CHUNKS_PER_TXN
+) -> Iterator[list[PendingFile]]:
+    """Consecutive groups of at most :data:`FILES_PER_TXN` files or about ``max_chunks``
+    chunks (a file is never split)."""
     group: list[PendingFile] = []
     chunks = 0
     for item in pending:
-        if group and (len(group) >= FILES_PER_TXN or chunks + len(item.chunks) > CHUNKS_PER_TXN):
+        if group and (len(group) >= FILES_PER_TXN or chunks + len(item.chunks) > max_chunks):
             yield group
             group, chunks = [], 0
         group.append(item)

@@ -14,14 +14,15 @@ from memwell import sqlite_errors
 from memwell.embeddings import Matrix, Vector
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import segment_for_index
-from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score
+from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, chunk_terms
 
 from .driver import DriverInfo, connect
 from .faults import IndexDamagedError
 
 META_KEY = "memwell_index_meta_v1"
 FTS_DAMAGED = "FTS table damaged"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: ``chunks.terms`` (the chunk's keyword-boost terms, computed at index time)."""
 
 _TOKENIZERS = {
     "unicode61": "porter unicode61 remove_diacritics 2",
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, path TEXT NOT NULL,
     source TEXT NOT NULL DEFAULT 'memory', start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, hash TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL,
-    embedding BLOB, updated_at INTEGER NOT NULL
+    embedding BLOB, updated_at INTEGER NOT NULL, terms TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path, source);
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks (source);
@@ -98,6 +99,11 @@ class IndexStore:
             self.conn.executescript(_SCHEMA)
             self._create_fts()
         self.vec_dims = self._existing_vec_dims()
+        #: Whether chunks carry their keyword-boost terms (an index of schema 1 does not; it
+        #: is rebuilt by the next sync, and searched meanwhile with terms computed per hit).
+        self.has_terms = any(
+            row[1] == "terms" for row in self.conn.execute("PRAGMA table_info(chunks)")
+        )
 
     def _connect_read_only(self, vector_enabled: bool, extension_path: str | None) -> None:
         """Open without writing anything: ``mode=ro``, else ``immutable`` (read-only media)."""
@@ -239,6 +245,7 @@ class IndexStore:
         self._delete_chunks(path, source)
         now = int(time.time() * 1000)
         for chunk in chunks:
+            segmented = segment_for_index(chunk.text)
             blob = (
                 chunk.embedding.astype(np.float32).tobytes()
                 if chunk.embedding is not None
@@ -246,7 +253,8 @@ class IndexStore:
             )
             cur = self.conn.execute(
                 "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash, "
-                "model, text, embedding, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "model, text, embedding, updated_at, terms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     chunk.id,
                     path,
@@ -258,13 +266,12 @@ class IndexStore:
                     chunk.text,
                     blob,
                     now,
+                    chunk_terms(chunk.text, segmented=segmented),
                 ),
             )
             rowid = cur.lastrowid
             if self.fts_available:
-                text = (
-                    segment_for_index(chunk.text) if self.tokenizer == "unicode61" else chunk.text
-                )
+                text = segmented if self.tokenizer == "unicode61" else chunk.text
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
@@ -396,12 +403,14 @@ class IndexStore:
         if not self.fts_available:
             return []
         src_marks = ",".join("?" * len(sources))
+        terms = "c.terms" if self.has_terms else "NULL"
+        columns = "c.id, c.path, c.source, c.start_line, c.end_line, c.text"
         params: list[Any] = []
         if query.match and not query.like_terms:
             sql = (
                 "WITH top AS (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
                 "ORDER BY rank LIMIT ?) "
-                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, top.rank "
+                f"SELECT {columns}, top.rank, {terms} "
                 "FROM top JOIN chunks c ON c.rowid = top.rowid "
                 f"WHERE c.source IN ({src_marks}) ORDER BY top.rank LIMIT ?"
             )
@@ -409,16 +418,13 @@ class IndexStore:
         else:
             if query.match:
                 sql = (
-                    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank "
+                    f"SELECT {columns}, f.rank, {terms} "
                     "FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
                     "WHERE chunks_fts MATCH ?"
                 )
                 params.append(query.match)
             else:
-                sql = (
-                    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0.0 "
-                    "FROM chunks c WHERE 1 = 1"
-                )
+                sql = f"SELECT {columns}, 0.0, {terms} FROM chunks c WHERE 1 = 1"
             for term in query.like_terms:
                 sql += " AND c.text LIKE ? ESCAPE '\\'"
                 params.append(term)
@@ -441,8 +447,9 @@ class IndexStore:
                 end_line=e,
                 text=text,
                 text_score=bm25_rank_to_score(float(rank)),
+                terms=chunk_terms_of,
             )
-            for cid, path, src, s, e, text, rank in rows
+            for cid, path, src, s, e, text, rank, chunk_terms_of in rows
         ]
 
     def load_vectors(self, model: str) -> tuple[np.ndarray[Any, Any], Matrix]:

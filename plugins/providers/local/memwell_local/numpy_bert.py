@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -234,27 +235,44 @@ class NumpyBertEncoder:
         ]
 
     def encode(
-        self, texts: Sequence[str], *, batch_tokens: int = 1024, threads: int | None = 1
+        self,
+        texts: Sequence[str],
+        *,
+        batch_tokens: int = 1024,
+        threads: int | None = 1,
+        workers: int = 1,
     ) -> Matrix:
         """One row per text, in order.
 
         Texts are sorted by length and packed into batches of about ``batch_tokens`` tokens;
-        ``threads`` caps the BLAS threads (``None``: the library's default).
+        ``threads`` caps the BLAS threads (``None``: the library's default). ``workers``
+        batches run at once, each on its own Python thread (NumPy releases the GIL in its
+        products): with one BLAS thread each, the cores are used without BLAS threads that
+        spin-wait for each other when other processes hold the cores.
         """
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         sequences = self._token_ids(texts)
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+        batches: list[list[int]] = [[]]
+        tokens = 0
+        for index in order:
+            size = len(sequences[index])
+            if batches[-1] and tokens + size > batch_tokens:
+                batches.append([])
+                tokens = 0
+            batches[-1].append(index)
+            tokens += size
         out = np.empty((len(sequences), self.dims), dtype=np.float32)
+
+        def run(batch: list[int]) -> None:
+            out[batch] = self._forward([sequences[i] for i in batch])
+
         with blas_threads(threads):
-            batch: list[int] = []
-            tokens = 0
-            for index in [*order, -1]:
-                size = len(sequences[index]) if index >= 0 else 0
-                if batch and (index < 0 or tokens + size > batch_tokens):
-                    out[batch] = self._forward([sequences[i] for i in batch])
-                    batch, tokens = [], 0
-                if index >= 0:
-                    batch.append(index)
-                    tokens += size
+            if workers <= 1 or len(batches) == 1:
+                for batch in batches:
+                    run(batch)
+            else:
+                with ThreadPoolExecutor(workers, thread_name_prefix="memwell-embed") as pool:
+                    list(pool.map(run, batches))
         return out

@@ -45,6 +45,8 @@ MODEL_MARKER_FILES = ("modules.json", "config.json")
 #: ``bench/bench_local_embedding.py`` (see the README's performance section).
 NUMPY_BATCH_TOKENS = 1024
 NUMPY_THREADS = 1
+#: Document batches the NumPy pass runs at once (one Python thread and one BLAS thread each).
+NUMPY_WORKERS = min(2, os.cpu_count() or 1)
 
 
 class LocalConfig(BaseModel):
@@ -67,6 +69,9 @@ class LocalConfig(BaseModel):
     threads: int | None = Field(None, ge=1)
     """Threads for document batches: BLAS threads of the NumPy pass (default
     :data:`NUMPY_THREADS`), or ``torch.set_num_threads`` when the model loads (process-wide)."""
+    workers: int | None = Field(None, ge=1)
+    """Document batches the NumPy pass encodes at once, each on its own thread with
+    ``threads`` BLAS threads (default :data:`NUMPY_WORKERS`: up to 2, one per core)."""
     engine: Literal["auto", "torch"] = "auto"
     """``auto`` embeds with a NumPy forward pass when the model is a plain BERT with mean
     pooling (as all-MiniLM-L6-v2 is), so neither indexing nor search needs torch; ``torch``
@@ -365,8 +370,11 @@ class SentenceTransformerProvider:
         if encoder is None:
             return self._encode_with_torch(texts)
         threads = self.config.threads or NUMPY_THREADS
+        workers = self.config.workers or NUMPY_WORKERS
         try:
-            matrix = encoder.encode(texts, batch_tokens=self.config.batch_tokens, threads=threads)
+            matrix = encoder.encode(
+                texts, batch_tokens=self.config.batch_tokens, threads=threads, workers=workers
+            )
         except Exception as exc:
             raise ProviderError(
                 f"local embedding failed: {type(exc).__name__}: {exc}", provider=PROVIDER_ID
