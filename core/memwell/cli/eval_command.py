@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ..conversation_eval import (
+    FLOOR_METRICS,
     Question,
     evaluate_conversation,
     is_conversation_dataset,
@@ -75,6 +76,11 @@ class _TimedSearch:
         self.timings.append((time.perf_counter() - t0) * 1000)
         return found
 
+    def floored(self, query: str) -> list[MemorySearchResult]:
+        """What an agent gets: the configured ``min_score`` and ``max_results`` (untimed)."""
+        assert self.manager is not None
+        return self.manager.search(query)
+
     def p50(self) -> float | None:
         return round(statistics.median(self.timings), 2) if self.timings else None
 
@@ -117,7 +123,7 @@ def eval_command(
     manager, index_seconds = _open_indexed(ctx, workspace, mode)
     search = _TimedSearch(100)
     search.manager = manager
-    metrics = evaluate(dataset, search, path_to_doc)
+    metrics = evaluate(dataset, search, path_to_doc, floored=search.floored)
     status = manager.status()
     report = {
         **metrics,
@@ -138,7 +144,7 @@ def eval_command(
         f"{dataset_dir.name} [{split}] mode={mode} provider={status.provider} "
         f"model={status.model} queries={report['queries']}"
     )
-    for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10"):
+    for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10", "floor_kept"):
         click.echo(f"  {key:<14} {metrics[key]:.4f}")
     click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")
 
@@ -158,7 +164,7 @@ def _eval_conversations(
         manager, seconds = _open_indexed(ctx, conv_workspace, mode)
         index_seconds += seconds
         search.manager = manager
-        scored.extend(evaluate_conversation(conversation, written, search))
+        scored.extend(evaluate_conversation(conversation, written, search, search.floored))
         status = manager.status()
         chunks += status.chunks
         manager.close()
@@ -181,7 +187,7 @@ def _eval_conversations(
         f"{dataset_dir.name} mode={mode} provider={report['provider']} model={report['model']} "
         f"conversations={len(conversations)} questions={int(summary['overall']['questions'])}"
     )
-    names = metric_names()
+    names = [*metric_names(), *FLOOR_METRICS]
     labels = [
         n.replace("session_recall_at_", "sess R@").replace("turn_recall_at_", "turn R@")
         for n in names

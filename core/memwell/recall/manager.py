@@ -32,6 +32,7 @@ from ..models import (
     ReadFileResult,
     RecallCacheStatus,
 )
+from ..rerank import RerankingManager
 from ..retrieval.snippets import citations_enabled
 from . import protocols
 from .store import Clock, RecallStore
@@ -276,8 +277,8 @@ class RecallCachedManager(BaseMemoryManager):
 
 
 def unwrap(manager: object) -> object:
-    """The backend manager serving calls behind ``open_memory``'s layers: the recall cache and
-    the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager, ``None`` before
+    """The backend manager serving calls behind ``open_memory``'s layers: the recall cache, the
+    rerank stage and the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager, ``None`` before
     a fallback is built). Anything else is returned as it is.
 
     Example::
@@ -285,7 +286,7 @@ def unwrap(manager: object) -> object:
         if isinstance(unwrap(manager), JsonFileManager): ...
     """
     while True:
-        if isinstance(manager, RecallCachedManager):
+        if isinstance(manager, (RecallCachedManager, RerankingManager)):
             manager = manager.inner
         elif isinstance(manager, FallbackMemoryManager):
             manager = manager.active

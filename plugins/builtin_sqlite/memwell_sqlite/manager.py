@@ -30,6 +30,7 @@ from memwell.models import (
 )
 from memwell.provider_fallback import FALLBACK_FILE
 from memwell.recall.query_vectors import QueryVectors
+from memwell.retrieval.calibration import CALIBRATION_ID, Calibration, calibrate
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.retrieval.query_limit import bound_query
@@ -187,6 +188,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             "input_limit": self.runtime.input_limit_bytes() if provider else None,
             "chunk_fit": "window-v1",
             "schema_version": SCHEMA_VERSION,
+            "calibration": CALIBRATION_ID if provider else None,
         }
 
     def _needs_full(self, meta: dict[str, Any] | None, store: IndexStore) -> str | None:
@@ -308,6 +310,12 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
         return True
 
+    def _calibration_params(self) -> dict[str, Any] | None:
+        """The provider's score calibration (memwell.retrieval.calibration), or ``None``."""
+        if self.runtime.provider is None:
+            return None
+        return calibrate(self.runtime.embed_queries, self.runtime.embed_documents).to_json()
+
     def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
         """Build a new generation next to the old one and switch to it atomically."""
         new_path = self.index_dir.new_generation()
@@ -326,6 +334,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             store.write_meta(
                 {
                     **self._expected_meta(),
+                    "calibration_params": self._calibration_params(),
                     "vector_dims": dims,
                     "vec_mirror": store.info.vec_loaded,
                     "unreadable": self.unreadable,
@@ -450,7 +459,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         floor: float,
         sources: list[str],
     ) -> list[list[Candidate]]:
-        model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
+        meta = self.files.reader_meta or {}
+        model = meta.get("model", FTS_ONLY_MODEL)
+        calibration = Calibration.from_json(meta.get("calibration_params"))
         nonzero = [bool(row.any()) for row in matrix]
         hits = self.vectors.search_many(
             store,
@@ -468,6 +479,7 @@ class SqliteMemoryManager(BaseMemoryManager):
                 max_results=limit,
                 min_score=floor,
                 sources=sources,
+                calibration=calibration,
             )
             for t, has_vector in zip(texts, nonzero, strict=True)
         ]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memwell.config import MemwellSettings
+from memwell.retrieval.calibration import Calibration
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
 from memwell.retrieval.fts_query import build_fts_query
@@ -150,12 +151,16 @@ class Searcher:
         hits: Sequence[tuple[int, float]],
         limit: int,
         sources: Sequence[str],
+        calibration: Calibration | None = None,
     ) -> list[Candidate]:
-        """Candidates of the vector index's ``hits`` (rowid, cosine) within ``sources``."""
+        """Candidates of the vector index's ``hits`` (rowid, cosine) within ``sources``,
+        scored by ``calibration`` (the raw cosine, clamped, without one)."""
         score_of = dict(hits)
         out: list[Candidate] = []
         for rowid, cand in store.chunks_by_rowid([r for r, _ in hits], sources)[:limit]:
-            cand.vector_score = cand.score = max(0.0, min(1.0, score_of[rowid]))
+            cosine = score_of[rowid]
+            score = calibration.score(cosine) if calibration else cosine
+            cand.vector_score = cand.score = max(0.0, min(1.0, score))
             out.append(cand)
         return out
 
@@ -168,11 +173,12 @@ class Searcher:
         max_results: int,
         min_score: float,
         sources: Sequence[str],
+        calibration: Calibration | None = None,
     ) -> list[Candidate]:
         """Keyword + vector candidates, fused, decayed, diversified, filtered (spec 4.1).
 
         ``vector_hits`` are the query's nearest chunks (:meth:`vector_limit` of them), or
-        ``None`` when the query has no vector.
+        ``None`` when the query has no vector; ``calibration`` scores their cosines.
         """
         cfg = self.settings.query.hybrid
         limit = candidate_count(max_results, cfg.candidate_multiplier)
@@ -181,7 +187,7 @@ class Searcher:
         _rescale_bm25(keyword)
         vector: list[Candidate] = []
         if vector_hits is not None:
-            vector = self.vector(store, vector_hits, limit, sources)
+            vector = self.vector(store, vector_hits, limit, sources, calibration)
         if not use_fts:
             return [c for c in vector if c.score >= min_score][:max_results]
         return fuse_hybrid(
