@@ -101,10 +101,22 @@ class _TimedSearch:
     type=click.Path(file_okay=False, path_type=Path),
     help="Workspace to build (kept, so re-runs reuse the index and the embedding cache).",
 )
+@click.option(
+    "--rerank",
+    "reranker",
+    metavar="NAME",
+    help="Rerank each query's hits with this reranker ([rerank] provider; off by default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @pass_ctx
 def eval_command(
-    ctx: Context, dataset_dir: Path, split: str, mode: str, workdir: Path | None, as_json: bool
+    ctx: Context,
+    dataset_dir: Path,
+    split: str,
+    mode: str,
+    workdir: Path | None,
+    reranker: str | None,
+    as_json: bool,
 ) -> None:
     """Index a dataset as Markdown memory and report its retrieval quality.
 
@@ -114,6 +126,8 @@ def eval_command(
     """
     family = "keyword" if mode == "keyword" else "embedding"
     workspace = workdir or _default_workdir(dataset_dir, family)
+    if reranker:
+        ctx.overrides = {**ctx.overrides, "rerank": {"provider": reranker}}
     if is_conversation_dataset(dataset_dir):
         _eval_conversations(ctx, dataset_dir, mode, workspace, as_json)
         return
@@ -129,6 +143,7 @@ def eval_command(
         **metrics,
         "queries": int(metrics["queries"]),
         "mode": mode,
+        "rerank": reranker,
         "dataset": dataset_dir.name,
         "split": split,
         "provider": status.provider,
@@ -141,7 +156,8 @@ def eval_command(
         click.echo(json.dumps(report))
         return
     click.echo(
-        f"{dataset_dir.name} [{split}] mode={mode} provider={status.provider} "
+        f"{dataset_dir.name} [{split}] mode={mode} rerank={reranker or 'off'} "
+        f"provider={status.provider} "
         f"model={status.model} queries={report['queries']}"
     )
     for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10", "floor_kept"):
@@ -172,6 +188,7 @@ def _eval_conversations(
     report = {
         **summary,
         "mode": mode,
+        "rerank": reranker,
         "dataset": dataset_dir.name,
         "conversations": len(conversations),
         "provider": status.provider if status else None,
@@ -184,7 +201,8 @@ def _eval_conversations(
         click.echo(json.dumps(report))
         return
     click.echo(
-        f"{dataset_dir.name} mode={mode} provider={report['provider']} model={report['model']} "
+        f"{dataset_dir.name} mode={mode} rerank={reranker or 'off'} "
+        f"provider={report['provider']} model={report['model']} "
         f"conversations={len(conversations)} questions={int(summary['overall']['questions'])}"
     )
     names = [*metric_names(), *FLOOR_METRICS]

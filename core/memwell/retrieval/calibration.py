@@ -11,11 +11,13 @@ unrelated topics. Embedding them gives two anchors in the model's own vector spa
 
 A cosine is placed on that scale, ``x = (cos - unrelated) / (related - unrelated)`` (0 is as
 close as unrelated text usually is, 1 as close as a typical answer), and mapped to [0, 1] by a
-logistic curve centred at :data:`MIDPOINT` with slope :data:`STEEPNESS`. The map is strictly
-increasing (ranking by one model's calibrated scores is ranking by its cosines), depends only
-on the model (not on the corpus, so it is the same after every reindex and at every corpus
-size), and :data:`CALIBRATION_ID` (method and probe-set hash) is part of the index identity, so
-a change to either rebuilds the index.
+logistic curve centred at :data:`MIDPOINT` with slope :data:`STEEPNESS`. A hybrid hit is mapped
+the same way from its fused score divided by the vector weight (its cosine plus its keyword
+evidence, in cosine units), after ranking: the map is strictly increasing, so the ranking is
+exactly the uncalibrated one and only the score, and so what ``min_score`` keeps, changes. It
+depends only on the model (not on the corpus, so it is the same after every reindex and at
+every corpus size), and :data:`CALIBRATION_ID` (method and probe-set hash) is part of the index
+identity, so a change to either rebuilds the index.
 """
 
 from __future__ import annotations
@@ -95,6 +97,17 @@ class Calibration:
             return 0.0
         return 1.0 / (1.0 + math.exp(-z))
 
+    def fused_score(self, fused: float, vector_weight: float) -> float:
+        """The calibrated score of a hybrid hit whose fused score is ``fused``.
+
+        ``fused / vector_weight`` is the hit's similarity in cosine units: its cosine plus its
+        keyword evidence (``text_weight / vector_weight`` cosine for the best keyword hit).
+        The map is monotone in ``fused``, so the fused ranking is kept as it is.
+        """
+        if vector_weight <= 0:
+            return fused
+        return self.score(fused / vector_weight)
+
     def to_json(self) -> dict[str, Any]:
         """What the index stores, with :data:`CALIBRATION_ID`."""
         return {"id": CALIBRATION_ID, "unrelated": self.unrelated, "related": self.related}
@@ -112,12 +125,17 @@ class Calibration:
 
 def calibrate(
     embed_queries: Callable[[Sequence[str]], Any], embed_documents: Callable[[Sequence[str]], Any]
-) -> Calibration:
-    """Measure a model on :data:`PROBE_PAIRS`; both callables return L2-normalised rows."""
+) -> Calibration | None:
+    """Measure a model on :data:`PROBE_PAIRS`; both callables return L2-normalised rows.
+
+    ``None`` when the model does not rate answers above unrelated notes (no usable scale).
+    """
     q = np.asarray(embed_queries([q for q, _ in PROBE_PAIRS]), dtype=np.float64)
     n = np.asarray(embed_documents([n for _, n in PROBE_PAIRS]), dtype=np.float64)
     sims = q @ n.T
     count = len(PROBE_PAIRS)
     related = float(np.trace(sims) / count)
     unrelated = float((sims.sum() - np.trace(sims)) / (count * count - count))
+    if not related > unrelated + 1e-3:
+        return None
     return Calibration(unrelated=round(unrelated, 6), related=round(related, 6))

@@ -289,7 +289,7 @@ class SqliteMemoryManager(BaseMemoryManager):
                     old = None
         finally:
             store.close()
-        self._full_reindex(old, progress)
+        self._full_reindex(old, progress, meta)
 
     def _keeps_model_index(self, meta: dict[str, Any] | None) -> bool:
         """Keyword-only mode over an index built with a model: use it as it is.
@@ -310,14 +310,37 @@ class SqliteMemoryManager(BaseMemoryManager):
             )
         return True
 
-    def _calibration_params(self) -> dict[str, Any] | None:
-        """The provider's score calibration (memwell.retrieval.calibration), or ``None``."""
+    def _calibration_params(self, previous: dict[str, Any]) -> dict[str, Any] | None:
+        """The provider's score calibration (memwell.retrieval.calibration), or ``None``.
+
+        Measured once per vector space: a rebuild for the same provider and method keeps the
+        published index's measurement.
+        """
         if self.runtime.provider is None:
             return None
-        return calibrate(self.runtime.embed_queries, self.runtime.embed_documents).to_json()
+        kept = previous.get("calibration_params")
+        if previous.get("provider_key") == self.runtime.provider_key() and Calibration.from_json(
+            kept
+        ):
+            return dict(kept)
+        measured = calibrate(self.runtime.embed_queries, self.runtime.embed_documents)
+        if measured is None:
+            log.warning(
+                "memwell: %s rates no probe answer above unrelated text; its scores are raw "
+                "cosines (uncalibrated)",
+                self.runtime.provider.model,
+            )
+            return None
+        return measured.to_json()
 
-    def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
-        """Build a new generation next to the old one and switch to it atomically."""
+    def _full_reindex(
+        self,
+        old: Path | None,
+        progress: ProgressCallback | None,
+        old_meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Build a new generation next to the old one (whose metadata is ``old_meta``) and
+        switch to it atomically."""
         new_path = self.index_dir.new_generation()
         store = self.files.open_store(new_path)
         try:
@@ -334,7 +357,7 @@ class SqliteMemoryManager(BaseMemoryManager):
             store.write_meta(
                 {
                     **self._expected_meta(),
-                    "calibration_params": self._calibration_params(),
+                    "calibration_params": self._calibration_params(old_meta or {}),
                     "vector_dims": dims,
                     "vec_mirror": store.info.vec_loaded,
                     "unreadable": self.unreadable,

@@ -151,16 +151,12 @@ class Searcher:
         hits: Sequence[tuple[int, float]],
         limit: int,
         sources: Sequence[str],
-        calibration: Calibration | None = None,
     ) -> list[Candidate]:
-        """Candidates of the vector index's ``hits`` (rowid, cosine) within ``sources``,
-        scored by ``calibration`` (the raw cosine, clamped, without one)."""
+        """Candidates of the vector index's ``hits`` (rowid, cosine) within ``sources``."""
         score_of = dict(hits)
         out: list[Candidate] = []
         for rowid, cand in store.chunks_by_rowid([r for r, _ in hits], sources)[:limit]:
-            cosine = score_of[rowid]
-            score = calibration.score(cosine) if calibration else cosine
-            cand.vector_score = cand.score = max(0.0, min(1.0, score))
+            cand.vector_score = cand.score = max(0.0, min(1.0, score_of[rowid]))
             out.append(cand)
         return out
 
@@ -178,7 +174,7 @@ class Searcher:
         """Keyword + vector candidates, fused, decayed, diversified, filtered (spec 4.1).
 
         ``vector_hits`` are the query's nearest chunks (:meth:`vector_limit` of them), or
-        ``None`` when the query has no vector; ``calibration`` scores their cosines.
+        ``None`` when the query has no vector; ``calibration`` maps the final scores.
         """
         cfg = self.settings.query.hybrid
         limit = candidate_count(max_results, cfg.candidate_multiplier)
@@ -187,8 +183,11 @@ class Searcher:
         _rescale_bm25(keyword)
         vector: list[Candidate] = []
         if vector_hits is not None:
-            vector = self.vector(store, vector_hits, limit, sources, calibration)
+            vector = self.vector(store, vector_hits, limit, sources)
         if not use_fts:
+            if calibration is not None:
+                for cand in vector:
+                    cand.score = calibration.score(cand.score)
             return [c for c in vector if c.score >= min_score][:max_results]
         return fuse_hybrid(
             vector,
@@ -197,4 +196,5 @@ class Searcher:
             min_score=min_score,
             max_results=max_results,
             mtime_of=self._mtime,
+            calibration=calibration,
         )
