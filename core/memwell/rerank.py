@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .config import MemwellSettings
+from .config import MemwellSettings, plugin_config
 from .descriptors import ProviderContext
 from .errors import ConfigError
 from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
@@ -37,21 +38,20 @@ class Reranker(Protocol):
         ...
 
 
-def open_reranker(settings: MemwellSettings, registry: PluginRegistry, workspace: Any) -> Reranker:
+def open_reranker(settings: MemwellSettings, registry: PluginRegistry, workspace: Path) -> Reranker:
     """Build the reranker ``[rerank] provider`` names; a clear error when it is unknown."""
     name = settings.rerank.provider
     spec = registry.rerankers.get(name)
     if spec is None:
         known = ", ".join(sorted(registry.rerankers)) or "none installed"
         raise ConfigError(f"rerank.provider: unknown reranker {name!r} (known: {known})")
-    plugin_config = None
-    if spec.config_model is not None:
-        plugin_config = spec.config_model.model_validate(settings.providers.get(name, {}))
     ctx = ProviderContext(
         workspace=workspace,
         settings=settings,
         model=settings.rerank.model or spec.default_model,
-        plugin_config=plugin_config,
+        plugin_config=plugin_config(
+            spec.config_model, settings.providers.get(name), f"providers.{name}"
+        ),
     )
     return spec.create(ctx)
 

@@ -44,10 +44,13 @@ def _default_workdir(dataset: Path, family: str) -> Path:
 
 def _open_indexed(ctx: Context, workspace: Path, mode: str) -> tuple[MemorySearchManager, float]:
     """Open ``workspace`` in ``mode`` with syncing off, index it, return the manager and seconds."""
+    # The recall cache is off: its semantic tier would answer a question with the hits of a
+    # similar earlier one, which measures the cache, not retrieval.
     overrides: dict[str, Any] = {
         **ctx.overrides,
         **MODES[mode],
         "sync": {"watch": False, "on_search": False},
+        "cache": {"recall": {"enabled": False}},
     }
     manager = open_memory(workspace, settings=ctx.settings_for(workspace, overrides))
     started = time.perf_counter()
@@ -129,7 +132,7 @@ def eval_command(
     if reranker:
         ctx.overrides = {**ctx.overrides, "rerank": {"provider": reranker}}
     if is_conversation_dataset(dataset_dir):
-        _eval_conversations(ctx, dataset_dir, mode, workspace, as_json)
+        _eval_conversations(ctx, dataset_dir, mode, workspace, reranker, as_json)
         return
     dataset = load_dataset(dataset_dir, split)
     workspace.mkdir(parents=True, exist_ok=True)
@@ -166,7 +169,12 @@ def eval_command(
 
 
 def _eval_conversations(
-    ctx: Context, dataset_dir: Path, mode: str, workspace: Path, as_json: bool
+    ctx: Context,
+    dataset_dir: Path,
+    mode: str,
+    workspace: Path,
+    reranker: str | None,
+    as_json: bool,
 ) -> None:
     conversations = load_conversations(dataset_dir)
     search = _TimedSearch(50)
