@@ -48,9 +48,7 @@ def test_calibration_is_stored_and_scores_survive_a_reindex(
     assert scores(memory) == before
 
 
-def test_hybrid_scores_are_the_calibrated_fused_scores(
-    open_ws: OpenFn, workspace: Path
-) -> None:
+def test_hybrid_scores_are_the_calibrated_fused_scores(open_ws: OpenFn, workspace: Path) -> None:
     memory = open_ws(workspace)
     memory.sync()
     calibration = Calibration.from_json(stored(memory)["calibration_params"])
@@ -64,7 +62,10 @@ def test_hybrid_scores_are_the_calibrated_fused_scores(
 
 
 def test_a_new_calibration_method_rebuilds_the_index(
-    open_ws: OpenFn, workspace: Path, provider: HashEmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+    open_ws: OpenFn,
+    workspace: Path,
+    provider: HashEmbeddingProvider,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     first = open_ws(workspace)
     first.sync()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -38,7 +40,7 @@ def test_anchors_mean_the_same_for_every_model(cal: Calibration) -> None:
 def test_strictly_increasing_between_anchors() -> None:
     cal = Calibration(unrelated=0.06, related=0.54)
     scores = [cal.score(c) for c in np.linspace(-0.2, 1.0, 200)]
-    assert all(a < b for a, b in zip(scores, scores[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(scores))
 
 
 def test_bad_anchors_are_refused() -> None:

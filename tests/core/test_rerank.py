@@ -121,7 +121,9 @@ def test_open_memory_puts_the_configured_reranker_in_front_of_the_backend(
     workspace = write_workspace(tmp_path / "ws")
     base = {"provider": "hash", "sync": {"watch": False, "on_search": False}}
     try:
-        plain = open_memory(workspace, settings=MemwellSettings.model_validate(base), registry=registry)
+        plain = open_memory(
+            workspace, settings=MemwellSettings.model_validate(base), registry=registry
+        )
         plain.sync()
         plain.search("Zanzibar codename billing", min_score=0.0)
         assert reranker.calls == [], "off by default"
@@ -132,7 +134,7 @@ def test_open_memory_puts_the_configured_reranker_in_front_of_the_backend(
         assert reranker.calls and reranker.calls[0][0] == "zanzibar codename billing"
         assert not isinstance(unwrap(memory), RerankingManager)
         unknown = MemwellSettings.model_validate({**base, "rerank": {"provider": "nope"}})
-        with pytest.raises(ConfigError, match="unknown reranker 'nope'.*overlap"):
+        with pytest.raises(ConfigError, match=r"unknown reranker 'nope'.*overlap"):
             open_memory(workspace, settings=unknown, registry=registry)
     finally:
         close_all()

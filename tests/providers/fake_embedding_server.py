@@ -270,7 +270,12 @@ class FakeEmbeddingServer:
             scored.append({"index": index, "relevance_score": len(query & words) / len(query)})
         scored.sort(key=lambda item: -item["relevance_score"])
         return _json(
-            {"object": "list", "data": scored, "model": data.get("model"), "usage": {"total_tokens": 9}}
+            {
+                "object": "list",
+                "data": scored,
+                "model": data.get("model"),
+                "usage": {"total_tokens": 9},
+            }
         )
 
     def _ollama_embed(

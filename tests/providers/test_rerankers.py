@@ -65,16 +65,12 @@ def test_voyage_without_a_key_is_unavailable(tmp_path: Path) -> None:
         open_reranker(settings, h.make_registry("voyage"), tmp_path)
 
 
-def test_search_reranked_by_voyage_end_to_end(
-    server: FakeEmbeddingServer, tmp_path: Path
-) -> None:
+def test_search_reranked_by_voyage_end_to_end(server: FakeEmbeddingServer, tmp_path: Path) -> None:
     registry = h.make_registry("voyage")
     registry.register(memwell_sqlite.plugin, "builtin")
     registry.register(hash_provider_plugin(), "hash")
     workspace = write_workspace(tmp_path / "ws")
-    settings = voyage_settings(
-        server, provider="hash", sync={"watch": False, "on_search": False}
-    )
+    settings = voyage_settings(server, provider="hash", sync={"watch": False, "on_search": False})
     try:
         memory = open_memory(workspace, settings=settings, registry=registry)
         memory.sync()
@@ -146,5 +142,5 @@ def test_cross_encoder_scores_are_the_models_sigmoid(
 def test_cross_encoder_without_a_local_model_is_unavailable(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     settings = MemwellSettings.model_validate({"rerank": {"provider": "cross-encoder"}})
-    with pytest.raises(ProviderUnavailableError, match="cross-encoder reranker: .*offline"):
+    with pytest.raises(ProviderUnavailableError, match=r"cross-encoder reranker: .*offline"):
         open_reranker(settings, local_registry(), tmp_path)

@@ -278,8 +278,8 @@ class RecallCachedManager(BaseMemoryManager):
 
 def unwrap(manager: object) -> object:
     """The backend manager serving calls behind ``open_memory``'s layers: the recall cache, the
-    rerank stage and the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager, ``None`` before
-    a fallback is built). Anything else is returned as it is.
+    rerank stage and the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager,
+    ``None`` before a fallback is built). Anything else is returned as it is.
 
     Example::
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-CHUNKER_VERSION = 3
+CHUNKER_VERSION = 2
 """Bumped whenever the same content and settings give different chunks; backends keep it in
 their index metadata, so an upgrade rebuilds indexes instead of mixing two chunkings."""
 
@@ -32,11 +32,6 @@ _NON_LATIN = re.compile(
     "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
 )
 _BMP_LIMIT = 0xFFFF
-#: A dialogue's chunks hold a few turns: each turn is a short line, and a chunk of ten turns
-#: embeds as an average of topics. Measured on LoCoMo's development split (README).
-DIALOGUE_TOKENS = 160
-DIALOGUE_OVERLAP = 40
-_TURN = re.compile(r"\s*(?:[-*]\s+)?(?:\*\*)?([^\W\d][\w .'-]{0,39}?)(?:\*\*)?:\s+\S")
 # Cut points inside an over-long line: after a sentence's end (Latin punctuation followed by
 # whitespace, or CJK full stops), and, failing that, after each run of whitespace.
 _SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*\s+|[\u3002\uff01\uff1f\uff1b]\s*")
@@ -194,16 +189,6 @@ def _carry_overlap(segments: Sequence[_Segment], overlap_chars: int) -> list[_Se
     return kept
 
 
-def looks_like_dialogue(content: str) -> bool:
-    """True when ``content`` reads as a transcript: at least four of its non-heading lines,
-    and 80% of them, are turns (``Speaker: text``), by at most one speaker per three turns."""
-    lines = [ln for ln in content.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
-    speakers = [m.group(1) for m in map(_TURN.match, lines) if m]
-    if len(speakers) < 4 or len(speakers) < 0.8 * len(lines):
-        return False
-    return len(set(speakers)) <= max(2, len(speakers) // 3)
-
-
 def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> list[Chunk]:
     """Split ``content`` into line-ranged chunks of about ``tokens`` tokens with ``overlap``.
 
@@ -221,14 +206,9 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
     Chunk text is the source text: segments of one line joined as they were, lines joined by
     ``\\n``. Whitespace-only chunks are dropped. A trailing ``\\r`` is stripped from every
     line. Raises ``ValueError`` if ``tokens < 1``.
-
-    A dialogue (:func:`looks_like_dialogue`) is chunked with at most :data:`DIALOGUE_TOKENS`
-    and :data:`DIALOGUE_OVERLAP`: a few turns per chunk, cut between turns.
     """
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, got {tokens}")
-    if looks_like_dialogue(content):
-        tokens, overlap = min(tokens, DIALOGUE_TOKENS), min(overlap, DIALOGUE_OVERLAP)
     max_chars = max(_MIN_MAX_CHARS, tokens * CHARS_PER_TOKEN)
     overlap_chars = min(max(overlap, 0), tokens - 1) * CHARS_PER_TOKEN
     chunks: list[Chunk] = []

@@ -318,11 +318,9 @@ class SqliteMemoryManager(BaseMemoryManager):
         """
         if self.runtime.provider is None:
             return None
-        kept = previous.get("calibration_params")
-        if previous.get("provider_key") == self.runtime.provider_key() and Calibration.from_json(
-            kept
-        ):
-            return dict(kept)
+        kept = Calibration.from_json(previous.get("calibration_params"))
+        if kept is not None and previous.get("provider_key") == self.runtime.provider_key():
+            return kept.to_json()
         measured = calibrate(self.runtime.embed_queries, self.runtime.embed_documents)
         if measured is None:
             log.warning(

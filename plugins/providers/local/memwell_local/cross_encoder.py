@@ -96,5 +96,7 @@ def create_reranker(ctx: ProviderContext) -> CrossEncoderReranker:
     try:
         source = _locate_model(ctx.model, config.model_path, ctx.workspace)
     except ProviderUnavailableError as exc:
-        raise ProviderUnavailableError(f"cross-encoder reranker: {exc}", provider=RERANKER_ID) from exc
+        raise ProviderUnavailableError(
+            f"cross-encoder reranker: {exc}", provider=RERANKER_ID
+        ) from exc
     return CrossEncoderReranker(ctx.model, source, config)

@@ -8,8 +8,13 @@ from collections.abc import Iterator
 from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, RerankerSpec
 from memwell.embeddings import EmbeddingProvider
 from memwell.hookspecs import hookimpl
+from memwell.remote import (
+    RemoteEndpoint,
+    RemoteProviderConfig,
+    endpoint_create,
+    remote_provider_spec,
+)
 from memwell.rerank import Reranker
-from memwell.remote import RemoteEndpoint, RemoteProviderConfig, endpoint_create, remote_provider_spec
 
 KEY_ENV = ("VOYAGE_API_KEY",)
 

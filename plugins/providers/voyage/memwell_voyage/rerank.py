@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import voyageai
 from memwell.errors import ProviderError
 from memwell.remote import RemoteEndpoint, status_error, transport_error
 from voyageai import error
+from voyageai.client import Client
 
 
 class VoyageReranker:
@@ -22,7 +22,7 @@ class VoyageReranker:
 
     def __init__(self, model: str, endpoint: RemoteEndpoint) -> None:
         self.model = model
-        self.client = voyageai.Client(
+        self.client = Client(
             api_key=endpoint.api_key,
             max_retries=0,
             timeout=endpoint.timeout_seconds,
