@@ -71,8 +71,8 @@ def main() -> None:
         for query in UNRELATED:
             hits = memory.search(query)
             best = memory.search(query, min_score=0.0, max_results=1)
-            rows.append({"query": query, "empty": not hits,
-                         "best_below_floor": round(best[0].score, 3) if best else None})  # fmt: skip
+            top = round(best[0].score, 3) if best else None
+            rows.append({"query": query, "empty": not hits, "best_score": top})
         status = memory.status()
         meta = getattr(unwrap(memory), "files", None)
         calibration = (getattr(meta, "reader_meta", None) or {}).get("calibration_params")
