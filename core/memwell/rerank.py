@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from .config import MemwellSettings, plugin_config
 from .descriptors import ProviderContext
 from .errors import ConfigError
-from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
-from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
+from .manager import DelegatingManager, MemorySearchManager
+from .models import MemorySearchResult
 from .plugins import PluginRegistry
 
 log = logging.getLogger(__name__)
@@ -56,26 +56,16 @@ def open_reranker(settings: MemwellSettings, registry: PluginRegistry, workspace
     return spec.create(ctx)
 
 
-class RerankingManager(BaseMemoryManager):
+class RerankingManager(DelegatingManager):
     """``inner``'s hits rescored by ``reranker`` (see the module docstring)."""
 
     def __init__(
         self, inner: MemorySearchManager, reranker: Reranker, settings: MemwellSettings
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.reranker = reranker
         self.settings = settings
         self.last_error: str | None = None
-
-    @property
-    def inner(self) -> MemorySearchManager:
-        """The manager whose hits are reranked."""
-        return self._inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_inner":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
 
     def search(
         self,
@@ -112,29 +102,3 @@ class RerankingManager(BaseMemoryManager):
         ]
         rescored.sort(key=lambda hit: hit.score, reverse=True)
         return [hit for hit in rescored if hit.score >= floor][:limit]
-
-    def read_file(
-        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
-    ) -> ReadFileResult:
-        return self._inner.read_file(rel_path, from_line=from_line, lines=lines)
-
-    def status(self) -> MemoryStatus:
-        return self._inner.status()
-
-    def sync(
-        self,
-        *,
-        reason: str = "manual",
-        force: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> None:
-        self._inner.sync(reason=reason, force=force, progress=progress)
-
-    def probe_embedding(self) -> ProbeResult:
-        return self._inner.probe_embedding()
-
-    def probe_vector(self) -> ProbeResult:
-        return self._inner.probe_vector()
-
-    def close(self) -> None:
-        self._inner.close()

@@ -24,15 +24,12 @@ from typing import Any
 from ..config import MemwellSettings
 from ..embeddings import Vector
 from ..fallback import FallbackMemoryManager
-from ..manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
+from ..manager import DelegatingManager, MemorySearchManager
 from ..models import (
     MemorySearchResult,
     MemoryStatus,
-    ProbeResult,
-    ReadFileResult,
     RecallCacheStatus,
 )
-from ..rerank import RerankingManager
 from ..retrieval.snippets import citations_enabled
 from . import protocols
 from .store import Clock, RecallStore
@@ -48,7 +45,7 @@ def normalise_query(query: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", query).split())
 
 
-class RecallCachedManager(BaseMemoryManager):
+class RecallCachedManager(DelegatingManager):
     """Serve ``inner`` through a :class:`~memwell.recall.store.RecallStore`.
 
     Attributes the wrapper does not define are read from ``inner``, so backend-specific
@@ -62,7 +59,7 @@ class RecallCachedManager(BaseMemoryManager):
         *,
         clock: Clock = time.monotonic,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.settings = settings
         self.config = settings.cache.recall
         self.store = RecallStore(self.config, clock)
@@ -71,16 +68,6 @@ class RecallCachedManager(BaseMemoryManager):
         self._off_reason: str | None = None
         self._semantic_off: str | None = None
         self.warmed_ms: float | None = None
-
-    @property
-    def inner(self) -> MemorySearchManager:
-        """The manager behind the cache."""
-        return self._inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_inner":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
 
     # -- keys -------------------------------------------------------------------------------
 
@@ -252,29 +239,6 @@ class RecallCachedManager(BaseMemoryManager):
             self._embedder()
         return self._inner.status().model_copy(update={"recall_cache": self.cache_status()})
 
-    def read_file(
-        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
-    ) -> ReadFileResult:
-        return self._inner.read_file(rel_path, from_line=from_line, lines=lines)
-
-    def sync(
-        self,
-        *,
-        reason: str = "manual",
-        force: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> None:
-        self._inner.sync(reason=reason, force=force, progress=progress)
-
-    def probe_embedding(self) -> ProbeResult:
-        return self._inner.probe_embedding()
-
-    def probe_vector(self) -> ProbeResult:
-        return self._inner.probe_vector()
-
-    def close(self) -> None:
-        self._inner.close()
-
 
 def unwrap(manager: object) -> object:
     """The backend manager serving calls behind ``open_memory``'s layers: the recall cache, the
@@ -286,7 +250,7 @@ def unwrap(manager: object) -> object:
         if isinstance(unwrap(manager), JsonFileManager): ...
     """
     while True:
-        if isinstance(manager, (RecallCachedManager, RerankingManager)):
+        if isinstance(manager, DelegatingManager):
             manager = manager.inner
         elif isinstance(manager, FallbackMemoryManager):
             manager = manager.active
