@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from memwell.config import HybridSettings
 from memwell.embeddings import to_unit_matrix
 from memwell.retrieval.calibration import (
     CALIBRATION_ID,
@@ -15,6 +16,8 @@ from memwell.retrieval.calibration import (
     Calibration,
     calibrate,
 )
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.pipeline import fuse_hybrid
 from memwell.testing import HashEmbeddingProvider
 
 cosines = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
@@ -87,3 +90,30 @@ def test_a_model_without_a_scale_gets_no_calibration() -> None:
         return np.repeat(same, len(texts), axis=0)
 
     assert calibrate(constant, constant) is None
+
+
+vector_hits = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=12)
+
+
+@given(vector_hits, vector_hits)
+def test_fusion_ranking_is_kept_and_the_floor_is_strict(
+    cosines: list[float], texts: list[float]
+) -> None:
+    vector = [
+        Candidate(f"v{i}", "a.md", 1, 1, "", vector_score=c, score=c) for i, c in enumerate(cosines)
+    ]
+    keyword = [Candidate(f"v{i}" if i % 2 else f"k{i}", "b.md", 1, 1, "", text_score=t, score=t)
+               for i, t in enumerate(texts)]  # fmt: skip
+    cal = Calibration(unrelated=0.06, related=0.54)
+    hybrid = HybridSettings()
+
+    def fused(calibration: Calibration | None, floor: float) -> list[Candidate]:
+        return fuse_hybrid(vector, keyword, hybrid, min_score=floor, max_results=100,
+                           mtime_of=lambda path: None, calibration=calibration)  # fmt: skip
+
+    raw, calibrated = fused(None, 0.0), fused(cal, 0.0)
+    assert [c.id for c in calibrated] == [c.id for c in raw]
+    for before, after in zip(raw, calibrated, strict=True):
+        assert after.score == pytest.approx(cal.fused_score(before.score, 0.7))
+    assert all(c.score >= 0.5 for c in fused(cal, 0.5))
+    assert len(fused(cal, 0.5)) == sum(1 for c in calibrated if c.score >= 0.5)
