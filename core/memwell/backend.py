@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .config import HybridSettings
+from .curation.session_delta import SESSIONS_ONLY_REASONS
 from .descriptors import BackendContext
 from .errors import BackendUnavailableError
 from .manager import BaseMemoryManager, ProgressCallback
@@ -135,6 +136,10 @@ class MemoryBackend(BaseMemoryManager):
         self.snippet_chars = DEFAULT_SNIPPET_LIMIT
         self._lock = threading.RLock()
         self._gate = SyncGate()
+        self.sync_sources: frozenset[str] | None = None
+        """While :meth:`_sync` runs: the only sources it needs to scan (``{"sessions"}`` for
+        a session-delta sync, :data:`~memwell.curation.session_delta.SESSIONS_ONLY_REASONS`),
+        or ``None`` for all. A backend may ignore it and sync everything."""
         self._closing = threading.Lock()
 
     # -- what subclasses write --------------------------------------------------------------
@@ -331,16 +336,30 @@ class MemoryBackend(BaseMemoryManager):
         is left unindexed.
         """
         self.check_open()
-        self._gate.run(lambda forced: self._tracked_sync(reason, forced, progress), force=force)
+        scope = frozenset({"sessions"}) if reason in SESSIONS_ONLY_REASONS else None
+        self._gate.run(
+            lambda forced, only: self._tracked_sync(reason, forced, progress, only),
+            force=force,
+            sources=scope,
+        )
 
-    def _tracked_sync(self, reason: str, force: bool, progress: ProgressCallback | None) -> None:
+    def _tracked_sync(
+        self,
+        reason: str,
+        force: bool,
+        progress: ProgressCallback | None,
+        only: frozenset[str] | None,
+    ) -> None:
         self.check_open()  # closed while this request waited for a running sync
         self.last_sync_error = None
+        self.sync_sources = only
         try:
             self._sync(reason=reason, force=force, progress=progress)
         except Exception as exc:
             self.last_sync_error = self.describe_sync_error(exc)
             raise
+        finally:
+            self.sync_sources = None
 
     def search(
         self,

@@ -168,6 +168,14 @@ class TextgenSettings(_Strict):
     model: str = ""
 
 
+class RerankSettings(_Strict):
+    """``[rerank]``: the optional rerank stage (see memwell.rerank); off by default."""
+
+    provider: str = "none"
+    model: str = ""
+    candidates: int = Field(20, ge=1, le=200)
+
+
 class SessionSaveSettings(_Strict):
     """``[session_save]``: session notes written by ``memwell session save``."""
 
@@ -252,6 +260,7 @@ class MemwellSettings(_Strict):
     cache: CacheSettings = Field(default_factory=CacheSettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
     textgen: TextgenSettings = Field(default_factory=TextgenSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
     session_save: SessionSaveSettings = Field(default_factory=SessionSaveSettings)
     flush: FlushSettings = Field(default_factory=FlushSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
@@ -360,7 +369,7 @@ def _check_plugin_sections(
     # generator alike; each validates it with its own model.
     tables: tuple[tuple[str, list[Mapping[str, Any]]], ...] = (
         ("backends", [registry.backends]),
-        ("providers", [registry.providers, registry.text_generators]),
+        ("providers", [registry.providers, registry.text_generators, registry.rerankers]),
     )
     for table, registries in tables:
         sections = layer.get(table) or {}

@@ -11,6 +11,11 @@ question is asked of its own conversation, and two recalls are scored:
   line lies inside the line range of one of the first k hits.
 
 A question without evidence counts as 1 on every metric, as in the LoCoMo paper.
+
+With a second search that uses the default ``min_score`` and ``max_results`` (what an agent
+gets), the score floor is measured as a classifier: ``floor_kept`` is session recall among the
+floored hits (the relevant session survives the floor), ``floor_empty`` is 1 when the floor
+left nothing (wanted for adversarial questions, whose answer is not in the conversation).
 """
 
 from __future__ import annotations
@@ -218,9 +223,29 @@ def turn_recall(
     return found / len(evidence_lines)
 
 
+FLOOR_METRICS = ("floor_kept", "floor_empty")
+
+
 def metric_names() -> list[str]:
     """The metrics of one question, in report order."""
     return [f"session_recall_at_{k}" for k in SESSION_KS] + [f"turn_recall_at_{k}" for k in TURN_KS]
+
+
+def floor_scores(
+    question: Question, written: WrittenConversation, floored: Sequence[MemorySearchResult]
+) -> dict[str, float]:
+    """The floor-as-classifier figures of one question (see the module docstring)."""
+    return {
+        "floor_kept": session_recall(floored, _evidence_paths(question, written), len(floored)),
+        "floor_empty": float(not floored),
+    }
+
+
+def _evidence_paths(question: Question, written: WrittenConversation) -> set[str]:
+    sessions = set(question.evidence_sessions) or {
+        int(e[1:].split(":")[0]) for e in question.evidence if re.fullmatch(r"D\d+:\d+", e)
+    }
+    return {written.session_paths[s] for s in sessions if s in written.session_paths}
 
 
 def score_question(
@@ -230,10 +255,7 @@ def score_question(
 ) -> dict[str, float]:
     """Every metric of one question. Evidence that names no written turn or session is dropped."""
     evidence_lines = [written.turn_lines[e] for e in question.evidence if e in written.turn_lines]
-    sessions = set(question.evidence_sessions) or {
-        int(e[1:].split(":")[0]) for e in question.evidence if re.fullmatch(r"D\d+:\d+", e)
-    }
-    evidence_paths = {written.session_paths[s] for s in sessions if s in written.session_paths}
+    evidence_paths = _evidence_paths(question, written)
     scores = {
         f"session_recall_at_{k}": session_recall(results, evidence_paths, k) for k in SESSION_KS
     }
@@ -242,7 +264,7 @@ def score_question(
 
 
 def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    names = metric_names()
+    names = [*metric_names(), *(m for m in FLOOR_METRICS if rows and all(m in r for r in rows))]
     if not rows:
         return {name: 0.0 for name in names} | {"questions": 0.0}
     means = {name: sum(row[name] for row in rows) / len(rows) for name in names}
@@ -253,9 +275,19 @@ def evaluate_conversation(
     conversation: Conversation,
     written: WrittenConversation,
     search: Callable[[str], list[MemorySearchResult]],
+    floored: Callable[[str], list[MemorySearchResult]] | None = None,
 ) -> list[tuple[Question, dict[str, float]]]:
-    """Ask every question of one conversation; per-question scores in question order."""
-    return [(q, score_question(q, written, search(q.text))) for q in conversation.questions]
+    """Ask every question of one conversation; per-question scores in question order.
+
+    ``floored`` (a search with the default floor and limit) adds :func:`floor_scores`.
+    """
+    scored = []
+    for q in conversation.questions:
+        scores = score_question(q, written, search(q.text))
+        if floored is not None:
+            scores |= floor_scores(q, written, floored(q.text))
+        scored.append((q, scores))
+    return scored
 
 
 def summarize(scored: Sequence[tuple[Question, Mapping[str, float]]]) -> dict[str, Any]:

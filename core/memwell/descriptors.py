@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .embeddings import EmbeddingProvider
     from .manager import MemorySearchManager
     from .plugins import PluginRegistry
+    from .rerank import Reranker
     from .textgen.base import TextGenerator
 
 
@@ -130,6 +131,27 @@ class TextGeneratorSpec:
     default_model: str
     transport: Literal["local", "remote"]
     auto_priority: int | None = None
+    config_model: type[BaseModel] | None = None
+    key_env: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RerankerSpec:
+    """A reranker offered by a plugin: scores (query, chunk text) pairs for the rerank stage.
+
+    :param id: the value of ``[rerank] provider = "..."`` that selects it.
+    :param create: builds the :class:`~memwell.rerank.Reranker` from a :class:`ProviderContext`
+        whose ``model`` is ``rerank.model`` or ``default_model`` and whose ``plugin_config`` is
+        the validated ``[providers.<id>]`` section; imports heavy dependencies lazily.
+    :param transport: ``"local"`` or ``"remote"``.
+    :param key_env: environment variables that can hold its API key.
+    """
+
+    id: str
+    create: Callable[[ProviderContext], Reranker]
+    default_model: str
+    transport: Literal["local", "remote"]
     config_model: type[BaseModel] | None = None
     key_env: tuple[str, ...] = ()
     description: str = ""

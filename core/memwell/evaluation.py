@@ -134,11 +134,18 @@ def evaluate(
     search: Callable[[str], list[MemorySearchResult]],
     path_to_doc: Mapping[str, str],
     *,
+    floored: Callable[[str], list[MemorySearchResult]] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, float]:
-    """Run every judged query and average the metrics over them."""
+    """Run every judged query and average the metrics over them.
+
+    ``floored`` (a search with the configured floor and limit) adds ``floor_kept``: the
+    fraction of queries with a relevant document among its hits.
+    """
     judged = [qid for qid in dataset.queries if qid in dataset.qrels]
     totals = {"ndcg_at_10": 0.0, "recall_at_10": 0.0, "recall_at_100": 0.0, "mrr_at_10": 0.0}
+    if floored is not None:
+        totals["floor_kept"] = 0.0
     for n, qid in enumerate(judged, 1):
         ranked = collapse_to_documents(search(dataset.queries[qid]), path_to_doc)
         relevant = dataset.qrels[qid]
@@ -146,6 +153,9 @@ def evaluate(
         totals["recall_at_10"] += recall_at_k(ranked, relevant, 10)
         totals["recall_at_100"] += recall_at_k(ranked, relevant, 100)
         totals["mrr_at_10"] += mrr_at_k(ranked, relevant)
+        if floored is not None:
+            kept = collapse_to_documents(floored(dataset.queries[qid]), path_to_doc)
+            totals["floor_kept"] += float(bool(set(kept) & set(relevant)))
         if progress is not None:
             progress(n, len(judged))
     count = max(1, len(judged))

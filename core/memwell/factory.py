@@ -17,6 +17,7 @@ from .fallback import FallbackMemoryManager
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
 from .recall.manager import RecallCachedManager
+from .rerank import RerankingManager, open_reranker
 
 if TYPE_CHECKING:
     from .curation.tracking import RecallTracker
@@ -125,11 +126,10 @@ def open_memory(
         cached = _cache.get(key)
         if cached is not None and not getattr(cached, "closed", False):
             return cached
-        manager = RecallCachedManager(
-            _open(ws, settings, reg, purpose, cache_key=key),
-            settings,
-            tracker=_tracker(ws, settings),
-        )
+        inner = _open(ws, settings, reg, purpose, cache_key=key)
+        if settings.rerank.provider != "none":
+            inner = RerankingManager(inner, open_reranker(settings, reg, ws), settings)
+        manager = RecallCachedManager(inner, settings, tracker=_tracker(ws, settings))
         _cache[key] = manager
         return manager
 

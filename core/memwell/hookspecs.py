@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     import click
 
     from .agent import TurnMessage
-    from .descriptors import AgentTool, EmbeddingProviderSpec, SearchBackend, TextGeneratorSpec
+    from .descriptors import (
+        AgentTool,
+        EmbeddingProviderSpec,
+        RerankerSpec,
+        SearchBackend,
+        TextGeneratorSpec,
+    )
     from .manager import MemorySearchManager
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -97,6 +103,30 @@ def memwell_text_generators() -> Iterable[TextGeneratorSpec]:
         def memwell_text_generators():
             yield TextGeneratorSpec(id="upper", create=lambda ctx: Upper(ctx.model),
                                     default_model="upper-1", transport="local")
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def memwell_rerankers() -> Iterable[RerankerSpec]:
+    """Return the rerankers this plugin provides (the optional rerank stage).
+
+    Called once when the registry is built. ``[rerank] provider = "<id>"`` turns the stage on:
+    :class:`memwell.rerank.RerankingManager` asks the backend for ``[rerank] candidates`` hits,
+    calls the reranker's ``rerank(query, documents)`` once with their texts, and serves them in
+    its order with its scores (in [0, 1], so ``min_score`` applies to them). Off by default;
+    ``memwell eval --rerank <id>`` measures one.
+
+    :returns: an iterable of :class:`memwell.descriptors.RerankerSpec` descriptors whose
+        ``create`` returns a :class:`memwell.rerank.Reranker`.
+
+    Example::
+
+        @hookimpl
+        def memwell_rerankers():
+            yield RerankerSpec(id="overlap", create=lambda ctx: WordOverlap(ctx.model),
+                               default_model="overlap-1", transport="local")
 
     .. versionadded:: 0.1
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
 
@@ -141,3 +141,64 @@ class BaseMemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class DelegatingManager(BaseMemoryManager):
+    """A layer in front of another manager (the recall cache, the rerank stage): every method
+    it does not override, and every attribute it lacks, is the ``inner`` manager's."""
+
+    def __init__(self, inner: MemorySearchManager) -> None:
+        self._inner = inner
+
+    @property
+    def inner(self) -> MemorySearchManager:
+        """The manager behind this layer."""
+        return self._inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_inner":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]:
+        return self._inner.search(
+            query,
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )
+
+    def read_file(
+        self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
+    ) -> ReadFileResult:
+        return self._inner.read_file(rel_path, from_line=from_line, lines=lines)
+
+    def status(self) -> MemoryStatus:
+        return self._inner.status()
+
+    def sync(
+        self,
+        *,
+        reason: str = "manual",
+        force: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self._inner.sync(reason=reason, force=force, progress=progress)
+
+    def probe_embedding(self) -> ProbeResult:
+        return self._inner.probe_embedding()
+
+    def probe_vector(self) -> ProbeResult:
+        return self._inner.probe_vector()
+
+    def close(self) -> None:
+        self._inner.close()

@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 import pluggy
 
 from . import hookspecs
-from .descriptors import EmbeddingProviderSpec, SearchBackend, TextGeneratorSpec
+from .descriptors import EmbeddingProviderSpec, RerankerSpec, SearchBackend, TextGeneratorSpec
 from .errors import PluginApiMismatchError, PluginError
 from .plugin_api import api_mismatch, declared_api
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "memwell"
 ALLOW_LIST_ENV = "MEMWELL_LOAD_PLUGINS"
 
-_D = TypeVar("_D", SearchBackend, EmbeddingProviderSpec, TextGeneratorSpec)
+_D = TypeVar("_D", SearchBackend, EmbeddingProviderSpec, TextGeneratorSpec, RerankerSpec)
 
 
 @dataclass
@@ -46,6 +46,7 @@ class PluginInfo:
     backends: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
     text_generators: list[str] = field(default_factory=list)
+    rerankers: list[str] = field(default_factory=list)
 
     def names(self, kind: str) -> list[str]:
         """The names of what this plugin provides of ``kind`` (backend, provider, ...)."""
@@ -53,6 +54,7 @@ class PluginInfo:
             "backend": self.backends,
             "provider": self.providers,
             "text generator": self.text_generators,
+            "reranker": self.rerankers,
         }
         return by_kind[kind]
 
@@ -81,6 +83,7 @@ class PluginRegistry:
         self._backends: dict[str, SearchBackend] | None = None
         self._providers: dict[str, EmbeddingProviderSpec] | None = None
         self._text_generators: dict[str, TextGeneratorSpec] | None = None
+        self._rerankers: dict[str, RerankerSpec] | None = None
         self._lock = threading.Lock()
         if load_entry_points:
             self._load_entry_points()
@@ -103,7 +106,7 @@ class PluginRegistry:
             raise PluginError(f"plugin {name!r} is invalid: {exc}", plugin=name) from exc
         self.infos[name] = info or PluginInfo(name=name)
         self.infos[name].api = declared
-        self._backends = self._providers = self._text_generators = None
+        self._backends = self._providers = self._text_generators = self._rerankers = None
 
     def unregister(self, name: str) -> None:
         """Remove a registered plugin by name."""
@@ -111,7 +114,7 @@ class PluginRegistry:
         if plugin is not None:
             self.pm.unregister(plugin)
         self.infos.pop(name, None)
-        self._backends = self._providers = self._text_generators = None
+        self._backends = self._providers = self._text_generators = self._rerankers = None
 
     def _load_entry_points(self) -> None:
         allowed = allowed_plugins()
@@ -219,6 +222,17 @@ class PluginRegistry:
                 )
             return self._text_generators
 
+    @property
+    def rerankers(self) -> dict[str, RerankerSpec]:
+        """Rerankers by id, resolved once."""
+        with self._lock:
+            if self._rerankers is None:
+                self._reset_names("reranker")
+                self._rerankers = self._collect(
+                    self.pm.hook.memwell_rerankers, lambda r: r.id, "reranker"
+                )
+            return self._rerankers
+
     def _reset_names(self, kind: str) -> None:
         for conflict in [c for c in self.conflicts if c[0] == kind]:
             del self.conflicts[conflict]
@@ -227,7 +241,7 @@ class PluginRegistry:
 
     def resolve(self) -> None:
         """Resolve every registry now (fills each :class:`PluginInfo`'s lists)."""
-        _ = self.backends, self.providers, self.text_generators
+        _ = self.backends, self.providers, self.text_generators, self.rerankers
 
     def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call every implementation of a hook separately, isolating failures.

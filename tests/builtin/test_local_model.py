@@ -86,3 +86,21 @@ def test_cli_keyword_only_mode_on_a_fresh_copy(tmp_path: Path) -> None:
         check=True,
     )
     assert "fts-only" in status.stdout
+
+
+def test_readme_example_passes_the_default_floor(demo: MemorySearchManager) -> None:
+    # The README's Python example, with the default min_score (calibrated scores).
+    hits = demo.search("what did we decide about the release?")
+    assert hits and hits[0].path == "memory/2026-11-20.md"
+    assert hits[0].score >= 0.35
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["how do I bake sourdough bread", "what is the capital of Peru", "best pizza topping"],
+)
+def test_unrelated_questions_return_nothing_under_the_default_floor(
+    demo: MemorySearchManager, query: str
+) -> None:
+    assert demo.search(query) == []
+    assert demo.search(query, min_score=0.0), "there are hits, only below the floor"

@@ -11,6 +11,7 @@ from memwell.cli.main import cli
 from memwell.conversation_eval import (
     Question,
     WrittenConversation,
+    floor_scores,
     load_conversations,
     metric_names,
     score_question,
@@ -117,6 +118,16 @@ def test_score_question_derives_sessions_from_turn_ids() -> None:
     assert scores["turn_recall_at_5"] == 1.0
 
 
+def test_floor_scores() -> None:
+    written = WrittenConversation({1: "s1.md", 2: "s2.md"}, {})
+    question = Question("q", "c", "x", 4, (), (2,))
+    kept = floor_scores(question, written, [hit("s1.md", 1, 2), hit("s2.md", 1, 2)])
+    assert kept == {"floor_kept": 1.0, "floor_empty": 0.0}
+    assert floor_scores(question, written, []) == {"floor_kept": 0.0, "floor_empty": 1.0}
+    no_evidence = Question("q", "c", "x", 5, (), ())
+    assert floor_scores(no_evidence, written, []) == {"floor_kept": 1.0, "floor_empty": 1.0}
+
+
 def test_summary_groups_categories() -> None:
     q = [Question(str(i), "c", "x", cat, (), ()) for i, cat in enumerate([1, 5, 5])]
     rows = [{"session_recall_at_1": v} for v in (1.0, 0.0, 0.5)]
@@ -151,6 +162,10 @@ def test_eval_command_on_conversations_keyword_mode(tmp_path: Path) -> None:
     assert overall["turn_recall_at_5"] == pytest.approx(0.75)
     assert report["by_category"]["temporal"]["session_recall_at_5"] == 0.0
     assert report["adversarial"]["session_recall_at_1"] == 1.0
+    # under the default floor: q2's hit is the wrong session; q3 ("anything") matches nothing
+    assert overall["floor_kept"] == pytest.approx(0.75)
+    assert report["adversarial"]["floor_empty"] == 1.0
+    assert report["categories_1_4"]["floor_empty"] == 0.0
     # each conversation is its own workspace
     assert (tmp_path / "work" / "c2" / "memory" / "2022-03-01-session-1.md").is_file()
     assert not (tmp_path / "work" / "c2" / "memory" / "2023-05-08-session-1.md").exists()

@@ -63,4 +63,6 @@ def test_eval_command_keyword_mode(tmp_path: Path) -> None:
     assert report["mode"] == "keyword" and report["queries"] == 3
     assert report["ndcg_at_10"] == pytest.approx(1.0)
     assert report["mrr_at_10"] == pytest.approx(1.0)
+    assert report["floor_kept"] == pytest.approx(1.0), "every relevant doc survives the floor"
+    assert report["rerank"] is None
     assert (tmp_path / "work" / "memory" / "d1.md").read_text().startswith("# Volcanoes")

@@ -185,6 +185,7 @@ class FakeEmbeddingServer:
         yield r"GET .*/files/(?P<id>\w+):download", self._file_content
         yield r"GET .*/files/(?P<id>\w+)/content", self._file_content
         yield r"POST .*/embeddings", self._embeddings
+        yield r"POST .*/rerank", self._rerank
         yield r"POST .*/files", self._multipart_upload
         yield r"POST .*/batches", self._openai_create
         yield r"POST .*/chat/completions", self._chat_completion
@@ -255,6 +256,25 @@ class FakeEmbeddingServer:
                 "data": items,
                 "model": data.get("model"),
                 "usage": {"prompt_tokens": 3, "total_tokens": 3},
+            }
+        )
+
+    def _rerank(
+        self, match: re.Match[str], data: Any, headers: dict[str, str], body: bytes, dims: int
+    ) -> _Response:
+        """Voyage's rerank shape; a document scores the share of the query's words it holds."""
+        query = set(re.findall(r"\w+", data["query"].lower()))
+        scored = []
+        for index, doc in enumerate(data["documents"]):
+            words = set(re.findall(r"\w+", doc.lower()))
+            scored.append({"index": index, "relevance_score": len(query & words) / len(query)})
+        scored.sort(key=lambda item: -item["relevance_score"])
+        return _json(
+            {
+                "object": "list",
+                "data": scored,
+                "model": data.get("model"),
+                "usage": {"total_tokens": 9},
             }
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ..conversation_eval import (
+    FLOOR_METRICS,
     Question,
     evaluate_conversation,
     is_conversation_dataset,
@@ -43,10 +44,13 @@ def _default_workdir(dataset: Path, family: str) -> Path:
 
 def _open_indexed(ctx: Context, workspace: Path, mode: str) -> tuple[MemorySearchManager, float]:
     """Open ``workspace`` in ``mode`` with syncing off, index it, return the manager and seconds."""
+    # The recall cache is off: its semantic tier would answer a question with the hits of a
+    # similar earlier one, which measures the cache, not retrieval.
     overrides: dict[str, Any] = {
         **ctx.overrides,
         **MODES[mode],
         "sync": {"watch": False, "on_search": False},
+        "cache": {"recall": {"enabled": False}},
     }
     manager = open_memory(workspace, settings=ctx.settings_for(workspace, overrides))
     started = time.perf_counter()
@@ -75,6 +79,11 @@ class _TimedSearch:
         self.timings.append((time.perf_counter() - t0) * 1000)
         return found
 
+    def floored(self, query: str) -> list[MemorySearchResult]:
+        """What an agent gets: the configured ``min_score`` and ``max_results`` (untimed)."""
+        assert self.manager is not None
+        return self.manager.search(query)
+
     def p50(self) -> float | None:
         return round(statistics.median(self.timings), 2) if self.timings else None
 
@@ -95,10 +104,22 @@ class _TimedSearch:
     type=click.Path(file_okay=False, path_type=Path),
     help="Workspace to build (kept, so re-runs reuse the index and the embedding cache).",
 )
+@click.option(
+    "--rerank",
+    "reranker",
+    metavar="NAME",
+    help="Rerank each query's hits with this reranker ([rerank] provider; off by default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @pass_ctx
 def eval_command(
-    ctx: Context, dataset_dir: Path, split: str, mode: str, workdir: Path | None, as_json: bool
+    ctx: Context,
+    dataset_dir: Path,
+    split: str,
+    mode: str,
+    workdir: Path | None,
+    reranker: str | None,
+    as_json: bool,
 ) -> None:
     """Index a dataset as Markdown memory and report its retrieval quality.
 
@@ -108,8 +129,10 @@ def eval_command(
     """
     family = "keyword" if mode == "keyword" else "embedding"
     workspace = workdir or _default_workdir(dataset_dir, family)
+    if reranker:
+        ctx.overrides = {**ctx.overrides, "rerank": {"provider": reranker}}
     if is_conversation_dataset(dataset_dir):
-        _eval_conversations(ctx, dataset_dir, mode, workspace, as_json)
+        _eval_conversations(ctx, dataset_dir, mode, workspace, reranker, as_json)
         return
     dataset = load_dataset(dataset_dir, split)
     workspace.mkdir(parents=True, exist_ok=True)
@@ -117,12 +140,13 @@ def eval_command(
     manager, index_seconds = _open_indexed(ctx, workspace, mode)
     search = _TimedSearch(100)
     search.manager = manager
-    metrics = evaluate(dataset, search, path_to_doc)
+    metrics = evaluate(dataset, search, path_to_doc, floored=search.floored)
     status = manager.status()
     report = {
         **metrics,
         "queries": int(metrics["queries"]),
         "mode": mode,
+        "rerank": reranker,
         "dataset": dataset_dir.name,
         "split": split,
         "provider": status.provider,
@@ -135,16 +159,22 @@ def eval_command(
         click.echo(json.dumps(report))
         return
     click.echo(
-        f"{dataset_dir.name} [{split}] mode={mode} provider={status.provider} "
+        f"{dataset_dir.name} [{split}] mode={mode} rerank={reranker or 'off'} "
+        f"provider={status.provider} "
         f"model={status.model} queries={report['queries']}"
     )
-    for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10"):
+    for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10", "floor_kept"):
         click.echo(f"  {key:<14} {metrics[key]:.4f}")
     click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")
 
 
 def _eval_conversations(
-    ctx: Context, dataset_dir: Path, mode: str, workspace: Path, as_json: bool
+    ctx: Context,
+    dataset_dir: Path,
+    mode: str,
+    workspace: Path,
+    reranker: str | None,
+    as_json: bool,
 ) -> None:
     conversations = load_conversations(dataset_dir)
     search = _TimedSearch(50)
@@ -158,7 +188,7 @@ def _eval_conversations(
         manager, seconds = _open_indexed(ctx, conv_workspace, mode)
         index_seconds += seconds
         search.manager = manager
-        scored.extend(evaluate_conversation(conversation, written, search))
+        scored.extend(evaluate_conversation(conversation, written, search, search.floored))
         status = manager.status()
         chunks += status.chunks
         manager.close()
@@ -166,6 +196,7 @@ def _eval_conversations(
     report = {
         **summary,
         "mode": mode,
+        "rerank": reranker,
         "dataset": dataset_dir.name,
         "conversations": len(conversations),
         "provider": status.provider if status else None,
@@ -178,10 +209,11 @@ def _eval_conversations(
         click.echo(json.dumps(report))
         return
     click.echo(
-        f"{dataset_dir.name} mode={mode} provider={report['provider']} model={report['model']} "
+        f"{dataset_dir.name} mode={mode} rerank={reranker or 'off'} "
+        f"provider={report['provider']} model={report['model']} "
         f"conversations={len(conversations)} questions={int(summary['overall']['questions'])}"
     )
-    names = metric_names()
+    names = [*metric_names(), *FLOOR_METRICS]
     labels = [
         n.replace("session_recall_at_", "sess R@").replace("turn_recall_at_", "turn R@")
         for n in names

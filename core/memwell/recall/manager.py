@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any
 from ..config import MemwellSettings
 from ..embeddings import Vector
 from ..fallback import FallbackMemoryManager
-from ..manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
+from ..manager import DelegatingManager, MemorySearchManager
 from ..models import (
     MemorySearchResult,
     MemoryStatus,
-    ProbeResult,
     ReadFileResult,
     RecallCacheStatus,
 )
@@ -51,7 +50,7 @@ def normalise_query(query: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", query).split())
 
 
-class RecallCachedManager(BaseMemoryManager):
+class RecallCachedManager(DelegatingManager):
     """Serve ``inner`` through a :class:`~memwell.recall.store.RecallStore`.
 
     Attributes the wrapper does not define are read from ``inner``, so backend-specific
@@ -68,7 +67,7 @@ class RecallCachedManager(BaseMemoryManager):
         clock: Clock = time.monotonic,
         tracker: RecallTracker | None = None,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.tracker = tracker
         self.settings = settings
         self.config = settings.cache.recall
@@ -78,16 +77,6 @@ class RecallCachedManager(BaseMemoryManager):
         self._off_reason: str | None = None
         self._semantic_off: str | None = None
         self.warmed_ms: float | None = None
-
-    @property
-    def inner(self) -> MemorySearchManager:
-        """The manager behind the cache."""
-        return self._inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_inner":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
 
     # -- keys -------------------------------------------------------------------------------
 
@@ -283,21 +272,6 @@ class RecallCachedManager(BaseMemoryManager):
             self.tracker.record_read(result, from_line, lines)
         return result
 
-    def sync(
-        self,
-        *,
-        reason: str = "manual",
-        force: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> None:
-        self._inner.sync(reason=reason, force=force, progress=progress)
-
-    def probe_embedding(self) -> ProbeResult:
-        return self._inner.probe_embedding()
-
-    def probe_vector(self) -> ProbeResult:
-        return self._inner.probe_vector()
-
     def close(self) -> None:
         self._inner.close()
         if self.tracker is not None:
@@ -305,16 +279,16 @@ class RecallCachedManager(BaseMemoryManager):
 
 
 def unwrap(manager: object) -> object:
-    """The backend manager serving calls behind ``open_memory``'s layers: the recall cache and
-    the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager, ``None`` before
-    a fallback is built). Anything else is returned as it is.
+    """The backend manager serving calls behind ``open_memory``'s layers: the recall cache, the
+    rerank stage and the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager,
+    ``None`` before a fallback is built). Anything else is returned as it is.
 
     Example::
 
         if isinstance(unwrap(manager), JsonFileManager): ...
     """
     while True:
-        if isinstance(manager, RecallCachedManager):
+        if isinstance(manager, DelegatingManager):
             manager = manager.inner
         elif isinstance(manager, FallbackMemoryManager):
             manager = manager.active

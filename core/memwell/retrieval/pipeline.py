@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from ..config import HybridSettings
+from .calibration import Calibration
 from .candidate import Candidate
 from .decay import apply_temporal_decay
 from .fts_query import keyword_boost, query_terms
@@ -49,8 +50,15 @@ def fuse_hybrid(
     min_score: float,
     max_results: int,
     mtime_of: MtimeOf,
+    calibration: Calibration | None = None,
 ) -> list[Candidate]:
-    """Fuse both candidate lists, rank them, then apply the strict-then-relaxed floor."""
+    """Fuse both candidate lists, rank them, then apply the floor.
+
+    With the provider's ``calibration`` and weighted fusion, the ranked scores are mapped
+    through :meth:`Calibration.fused_score` (monotone, so the ranking stays) and the floor is
+    strict; otherwise (no calibration, or RRF's rank-based scores) the strict-then-relaxed
+    floor of :func:`relaxed_filter` applies.
+    """
     vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
     if hybrid.fusion == "rrf":
         merged = merge_rrf(
@@ -60,8 +68,14 @@ def fuse_hybrid(
         merged = merge_weighted(
             vector, keyword, vector_weight=vector_weight, text_weight=text_weight
         )
+    ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of)
+    if calibration is not None and hybrid.fusion == "weighted":
+        calibrated = [
+            replace(c, score=calibration.fused_score(c.score, vector_weight)) for c in ranked
+        ]
+        return [c for c in calibrated if c.score >= min_score][: max(0, max_results)]
     return relaxed_filter(
-        rank_candidates(merged, hybrid, mtime_of=mtime_of),
+        ranked,
         {c.id for c in keyword},
         min_score=min_score,
         text_weight=text_weight,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
+from memwell.curation.session_delta import SessionDeltaTracker
 from memwell.descriptors import BackendContext
 from memwell.embeddings import EmbeddingProvider, Matrix
 from memwell.errors import ProviderError
@@ -25,9 +26,11 @@ from memwell.models import (
 )
 from memwell.provider_fallback import FALLBACK_FILE
 from memwell.recall.query_vectors import QueryVectors
+from memwell.retrieval.calibration import CALIBRATION_ID, Calibration, calibrate
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
+from memwell.sources.sessions import list_session_files
 
 from .config import BuiltinConfig
 from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
@@ -88,6 +91,9 @@ class SqliteMemoryManager(MemoryBackend):
         self._kept_model_index_said = False
         self._watcher: MemoryWatcher | None = None
         self._interval: threading.Thread | None = None
+        self.session_deltas: SessionDeltaTracker | None = None
+        if "sessions" in self.settings.sources:
+            self.session_deltas = SessionDeltaTracker(self.settings, sync=self._safe_sync)
         if self.purpose == "default":
             self._start_triggers()
 
@@ -110,6 +116,7 @@ class SqliteMemoryManager(MemoryBackend):
                 on_dirty=self._mark_dirty,
                 on_change=lambda: self.sync(reason="watch"),
                 debounce_s=sync_cfg.watch_debounce_ms / 1000,
+                transcripts=self._transcript_growth(),
             )
             try:
                 self._watcher.start()
@@ -121,6 +128,11 @@ class SqliteMemoryManager(MemoryBackend):
                 target=self._interval_loop, name="memwell-interval-sync", daemon=True
             )
             self._interval.start()
+
+    def _transcript_growth(self) -> tuple[Path, Callable[[Path], None]] | None:
+        if self.session_deltas is None:
+            return None
+        return sessions_dir(self.settings, self.workspace), self.session_deltas.schedule
 
     def _interval_loop(self) -> None:
         period = self.settings.sync.interval_minutes * 60
@@ -171,6 +183,7 @@ class SqliteMemoryManager(MemoryBackend):
             "input_limit": self.runtime.input_limit_bytes() if provider else None,
             "chunk_fit": "window-v1",
             "schema_version": SCHEMA_VERSION,
+            "calibration": CALIBRATION_ID if provider else None,
         }
 
     def _needs_full(self, meta: dict[str, Any] | None, store: IndexStore) -> str | None:
@@ -189,7 +202,7 @@ class SqliteMemoryManager(MemoryBackend):
     def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
         try:
             try:
-                self._sync_once(force, progress)
+                self._sync_once(force, progress, self.sync_sources)
             except Exception as exc:
                 if not isinstance(exc, ProviderError) or not self.runtime.activate_fallback(
                     str(exc)
@@ -202,21 +215,28 @@ class SqliteMemoryManager(MemoryBackend):
                 raise disk_full_error(exc, str(self.index_dir.root)) from exc
             raise
 
-    def _sync_once(self, force: bool, progress: ProgressCallback | None) -> None:
+    def _sync_once(
+        self, force: bool, progress: ProgressCallback | None, only: frozenset[str] | None = None
+    ) -> None:
         if not self.index_dir.writable():
             raise IndexReadOnlyError(
                 f"index directory {self.index_dir.root} is read-only: cannot sync "
                 "(search the existing index with --no-sync)"
             )
-        self.dirty = False
+        if only is None:
+            self.dirty = False
         with self.index_dir.write_lock():
             opened = self.files.open_for_sync()
             if opened is None:
                 self._full_reindex(None, progress)
             else:
-                self._update(*opened, force=force, progress=progress)
+                self._update(*opened, force=force, progress=progress, only=only)
             self.generation += 1
         self.vectors.invalidate()
+        if self.session_deltas is not None:
+            self.session_deltas.synced(
+                list_session_files(sessions_dir(self.settings, self.workspace))
+            )
 
     def _update(
         self,
@@ -226,9 +246,11 @@ class SqliteMemoryManager(MemoryBackend):
         *,
         force: bool,
         progress: ProgressCallback | None,
+        only: frozenset[str] | None = None,
     ) -> None:
-        """Sync the opened published index: incrementally, or by a rebuild when one is due
-        (forced, configuration changed, or the incremental pass found it damaged)."""
+        """Sync the opened published index: incrementally (only the ``only`` sources, if
+        given), or by a rebuild when one is due (forced, configuration changed, or the
+        incremental pass found it damaged)."""
         old: Path | None = path
         try:
             if not force and self._keeps_model_index(meta):
@@ -236,7 +258,10 @@ class SqliteMemoryManager(MemoryBackend):
             if not force and self._needs_full(meta, store) is None:
                 try:
                     indexer = Indexer(store, self.settings, self.runtime, self.workspace)
-                    self.unreadable = indexer.run(full=False, progress=progress).errors
+                    errors = indexer.run(full=False, progress=progress, sources=only).errors
+                    if only is not None:
+                        return
+                    self.unreadable = errors
                     if meta is not None and self.unreadable != meta.get("unreadable", []):
                         store.write_meta({**meta, "unreadable": self.unreadable})  # for status
                     return
@@ -248,7 +273,7 @@ class SqliteMemoryManager(MemoryBackend):
                     old = None
         finally:
             store.close()
-        self._full_reindex(old, progress)
+        self._full_reindex(old, progress, meta)
 
     def _keeps_model_index(self, meta: dict[str, Any] | None) -> bool:
         """Keyword-only mode over an index built with a model: use it as it is.
@@ -269,8 +294,35 @@ class SqliteMemoryManager(MemoryBackend):
             )
         return True
 
-    def _full_reindex(self, old: Path | None, progress: ProgressCallback | None) -> None:
-        """Build a new generation next to the old one and switch to it atomically."""
+    def _calibration_params(self, previous: dict[str, Any]) -> dict[str, Any] | None:
+        """The provider's score calibration (memwell.retrieval.calibration), or ``None``.
+
+        Measured once per vector space: a rebuild for the same provider and method keeps the
+        published index's measurement.
+        """
+        if self.runtime.provider is None:
+            return None
+        kept = Calibration.from_json(previous.get("calibration_params"))
+        if kept is not None and previous.get("provider_key") == self.runtime.provider_key():
+            return kept.to_json()
+        measured = calibrate(self.runtime.embed_queries, self.runtime.embed_documents)
+        if measured is None:
+            log.warning(
+                "memwell: %s rates no probe answer above unrelated text; its scores are raw "
+                "cosines (uncalibrated)",
+                self.runtime.provider.model,
+            )
+            return None
+        return measured.to_json()
+
+    def _full_reindex(
+        self,
+        old: Path | None,
+        progress: ProgressCallback | None,
+        old_meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Build a new generation next to the old one (whose metadata is ``old_meta``) and
+        switch to it atomically."""
         new_path = self.index_dir.new_generation()
         store = self.files.open_store(new_path)
         try:
@@ -287,6 +339,7 @@ class SqliteMemoryManager(MemoryBackend):
             store.write_meta(
                 {
                     **self._expected_meta(),
+                    "calibration_params": self._calibration_params(old_meta or {}),
                     "vector_dims": dims,
                     "vec_mirror": store.info.vec_loaded,
                     "unreadable": self.unreadable,
@@ -383,7 +436,9 @@ class SqliteMemoryManager(MemoryBackend):
         floor: float,
         sources: list[str],
     ) -> list[list[Candidate]]:
-        model = (self.files.reader_meta or {}).get("model", FTS_ONLY_MODEL)
+        meta = self.files.reader_meta or {}
+        model = meta.get("model", FTS_ONLY_MODEL)
+        calibration = Calibration.from_json(meta.get("calibration_params"))
         nonzero = [bool(row.any()) for row in matrix]
         hits = self.vectors.search_many(
             store,
@@ -401,6 +456,7 @@ class SqliteMemoryManager(MemoryBackend):
                 max_results=limit,
                 min_score=floor,
                 sources=sources,
+                calibration=calibration,
             )
             for t, has_vector in zip(texts, nonzero, strict=True)
         ]
@@ -579,6 +635,8 @@ class SqliteMemoryManager(MemoryBackend):
         self._stop.set()
         if self._watcher is not None:
             self._watcher.stop()
+        if self.session_deltas is not None:
+            self.session_deltas.close()
         background = self._background
         if background is not None:
             background.join(timeout=30)

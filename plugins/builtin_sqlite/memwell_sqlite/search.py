@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memwell.config import MemwellSettings
+from memwell.retrieval.calibration import Calibration
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
 from memwell.retrieval.fts_query import build_fts_query
@@ -168,11 +169,12 @@ class Searcher:
         max_results: int,
         min_score: float,
         sources: Sequence[str],
+        calibration: Calibration | None = None,
     ) -> list[Candidate]:
         """Keyword + vector candidates, fused, decayed, diversified, filtered.
 
         ``vector_hits`` are the query's nearest chunks (:meth:`vector_limit` of them), or
-        ``None`` when the query has no vector.
+        ``None`` when the query has no vector; ``calibration`` maps the final scores.
         """
         cfg = self.settings.query.hybrid
         limit = candidate_count(max_results, cfg.candidate_multiplier)
@@ -183,6 +185,9 @@ class Searcher:
         if vector_hits is not None:
             vector = self.vector(store, vector_hits, limit, sources)
         if not use_fts:
+            if calibration is not None:
+                for cand in vector:
+                    cand.score = calibration.score(cand.score)
             return [c for c in vector if c.score >= min_score][:max_results]
         return fuse_hybrid(
             vector,
@@ -191,4 +196,5 @@ class Searcher:
             min_score=min_score,
             max_results=max_results,
             mtime_of=self._mtime,
+            calibration=calibration,
         )

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import cast
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, RerankerSpec
 from memwell.embeddings import EmbeddingProvider
 from memwell.hookspecs import hookimpl
 
+from .cross_encoder import DEFAULT_RERANK_MODEL, RERANKER_ID, CrossEncoderConfig, create_reranker
 from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider
 
 
@@ -29,4 +30,16 @@ def memwell_embedding_providers() -> Iterator[EmbeddingProviderSpec]:
         auto_priority=10,
         config_model=LocalConfig,
         description="Offline sentence-transformers embeddings (all-MiniLM-L6-v2 bundled)",
+    )
+
+
+@hookimpl
+def memwell_rerankers() -> Iterator[RerankerSpec]:
+    yield RerankerSpec(
+        id=RERANKER_ID,
+        create=create_reranker,
+        default_model=DEFAULT_RERANK_MODEL,
+        transport="local",
+        config_model=CrossEncoderConfig,
+        description="Offline sentence-transformers cross-encoder (needs the torch extra)",
     )

@@ -1,13 +1,22 @@
-"""Registers the ``voyage`` embedding provider; the SDK is imported only when it is created."""
+"""Registers the ``voyage`` embedding provider and reranker; the SDK is imported only when
+one is created."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, RerankerSpec
 from memwell.embeddings import EmbeddingProvider
 from memwell.hookspecs import hookimpl
-from memwell.remote import RemoteEndpoint, remote_provider_spec
+from memwell.remote import (
+    RemoteEndpoint,
+    RemoteProviderConfig,
+    endpoint_create,
+    remote_provider_spec,
+)
+from memwell.rerank import Reranker
+
+KEY_ENV = ("VOYAGE_API_KEY",)
 
 
 def _build(ctx: ProviderContext, endpoint: RemoteEndpoint) -> EmbeddingProvider:
@@ -22,7 +31,26 @@ def memwell_embedding_providers() -> Iterator[EmbeddingProviderSpec]:
         id="voyage",
         default_model="voyage-3.5",
         auto_priority=40,
-        key_env=("VOYAGE_API_KEY",),
+        key_env=KEY_ENV,
         build=_build,
         description="Voyage AI embeddings (voyage-3.5 and family), with the Batch API",
+    )
+
+
+def _build_reranker(ctx: ProviderContext, endpoint: RemoteEndpoint) -> Reranker:
+    from .rerank import VoyageReranker
+
+    return VoyageReranker(ctx.model, endpoint)
+
+
+@hookimpl
+def memwell_rerankers() -> Iterator[RerankerSpec]:
+    yield RerankerSpec(
+        id="voyage",
+        create=endpoint_create("voyage", KEY_ENV, _build_reranker),
+        default_model="rerank-2.5-lite",
+        transport="remote",
+        config_model=RemoteProviderConfig,
+        key_env=KEY_ENV,
+        description="Voyage AI rerank API (rerank-2.5, rerank-2.5-lite)",
     )
