@@ -301,7 +301,7 @@ def promote(
     ones to ``MEMORY.md``; see the module docstring.
 
     :param manager: the workspace's memory (synced by the writer after the append).
-    :param tracker: the recall sidecar (default: the workspace's).
+    :param tracker: the recall sidecar (default: the manager's, else the workspace's).
     :param limit: promote at most this many (default: every qualified candidate).
     :param include_promoted: rank chunks promoted before as well (``dry_run`` only shows
         them; they are never appended twice).
@@ -309,7 +309,27 @@ def promote(
     :raises sqlite3.Error: the sidecar cannot be read.
     """
     now = (clock or (lambda: datetime.now().astimezone()))()
-    store = tracker or RecallTracker.for_workspace(workspace, settings)
+    known = tracker or getattr(manager, "tracker", None)
+    store = known if isinstance(known, RecallTracker) else None
+    own = store is None
+    store = store or RecallTracker.for_workspace(workspace, settings)
+    try:
+        return _promote(manager, workspace, settings, store, now, dry_run, limit, include_promoted)
+    finally:
+        if own:
+            store.close()
+
+
+def _promote(
+    manager: MemorySearchManager,
+    workspace: Path,
+    settings: MemwellSettings,
+    store: RecallTracker,
+    now: datetime,
+    dry_run: bool,
+    limit: int | None,
+    include_promoted: bool,
+) -> PromotionResult:
     writer = MemoryWriter(manager, workspace, settings, clock=lambda: now)
     heading = f"{SECTION_TITLE} ({now.date().isoformat()})"
     lock = workspace / settings.index_dir / LOCK_FILE_NAME
