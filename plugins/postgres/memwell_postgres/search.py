@@ -221,7 +221,7 @@ def _fetch(
             cand.vector_score = cand.score = max(0.0, min(1.0, float(score)))
             vector.append(cand)
     keyword.sort(key=lambda c: (-c.text_score, int(c.id)))
-    vector.sort(key=lambda c: c.vector_score, reverse=True)
+    vector.sort(key=lambda c: (-c.vector_score, int(c.id)))  # ties in insertion order
     return active, keyword, vector
 
 
