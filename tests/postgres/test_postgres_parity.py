@@ -110,3 +110,41 @@ def test_postgres_ranks_like_builtin(
     finally:
         for manager in managers.values():
             manager.close()
+
+
+def _pruning_corpus() -> dict[str, str]:
+    """40 files: ``alpha`` in 15 (under half, so it keeps its weight), the rarer ``zeta`` in 6,
+    some zeta files long (length normalisation lowers them) and one short file saying alpha
+    ten times, which outranks them without containing the rarest term."""
+    files: dict[str, str] = {}
+    filler = " ".join(f"word{i}" for i in range(60))
+    for i in range(40):
+        words = [f"note {i}"]
+        if i < 15:
+            words.append("alpha")
+        if 20 <= i < 26:
+            words.append("zeta" + (f" {filler}" if i % 2 else ""))
+        files[f"memory/n{i:02d}.md"] = " ".join(words) + "\n"
+    files["memory/heavy.md"] = "alpha " * 10 + "\n"
+    return files
+
+
+@pytest.mark.parametrize("max_results", [1, 2, 3, 8])
+def test_pruned_keyword_candidates_are_exactly_bm25s_best(
+    max_results: int, build: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memwell_postgres.search as search
+
+    memory = build(write_workspace(tmp_path / "ws", _pruning_corpus()), provider="none")
+    memory.sync()
+
+    def ranking() -> list[tuple[str, float]]:
+        hits = memory.search("zeta alpha", max_results=max_results, min_score=0.0)
+        return [(r.path, round(r.score, 6)) for r in hits]
+
+    monkeypatch.setattr(search, "CANDIDATE_BUDGET", 10**9)  # every term finds candidates
+    unpruned = ranking()
+    monkeypatch.setattr(search, "CANDIDATE_BUDGET", 0)  # only the rarest term, then more
+    assert ranking() == unpruned
+    if max_results == 8:  # found by the second round: it lacks the rarest term
+        assert "memory/heavy.md" in [p for p, _ in unpruned]
