@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import statistics
 import sys
@@ -39,6 +40,7 @@ from memwell.descriptors import EmbeddingProviderSpec, ProviderContext  # noqa: 
 from memwell.hookspecs import hookimpl  # noqa: E402
 from memwell.plugins import PluginRegistry  # noqa: E402
 from pg_helpers import make_manager  # noqa: E402
+from pg_server import server_dsn  # noqa: E402
 
 DIMS = 128
 CHUNK_TOKENS = 128
@@ -135,7 +137,7 @@ def _search_run(manager: Any, clients: int, per_client: int) -> dict[str, float]
     latencies.sort()
     return {
         "p50_ms": statistics.median(latencies),
-        "p95_ms": latencies[int(0.95 * (len(latencies) - 1))],
+        "p95_ms": latencies[math.ceil(0.95 * len(latencies)) - 1],  # nearest rank
         "qps": len(latencies) / wall,
     }
 
@@ -212,20 +214,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="memwell-pgbench-"))
-    server = None
-    dsn = args.dsn
-    if dsn is None:
-        from pg_server import PgServer
-
-        server = PgServer()
-        server.start()
-        dsn = server.dsn
-    try:
+    with server_dsn(args.dsn) as dsn:
         for chunks in args.chunks or [100_000]:
             run(dsn, chunks, workdir, args.queries, build=not args.search_only)
-    finally:
-        if server is not None:
-            server.destroy()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """SciFact (BEIR layout) with the builtin and the postgres backends, the same way (issue 18).
 
     python bench/bench_postgres_parity.py --dataset ../shared/data/beir-scifact --split train \
-        [--dsn URL] [--mode keyword --mode hybrid]
+        [--dsn URL] [--mode keyword --mode hybrid] [--backend builtin --backend postgres]
 
 Each backend indexes the same Markdown corpus (``memwell.evaluation.write_corpus``) and answers
 every judged query through ``memwell.evaluation.evaluate``, as ``memwell eval`` does. Hybrid
@@ -30,6 +30,7 @@ from memwell.evaluation import evaluate, load_dataset, write_corpus  # noqa: E40
 from memwell.factory import create_backend  # noqa: E402
 from memwell.plugins import PluginRegistry  # noqa: E402
 from memwell.testing import hash_provider_plugin  # noqa: E402
+from pg_server import server_dsn  # noqa: E402
 
 METRICS = ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10")
 
@@ -46,13 +47,14 @@ def measure(backend: str, mode: str, dataset: Any, root: Path, dsn: str) -> dict
     registry = _registry()
     workspace = root / f"{backend}-{mode}"
     path_to_doc = write_corpus(dataset, workspace / "memory")
+    namespace = f"parity-{root.name}-{workspace.name}"
     settings = load_settings(
         workspace,
         overrides={
             "backend": backend,
             "provider": "none" if mode == "keyword" else "hash",
             "model": "hash-256",
-            "backends": {"postgres": {"dsn": dsn, "namespace": f"parity-{workspace.name}"}},
+            "backends": {"postgres": {"dsn": dsn, "namespace": namespace}},
             "sync": {"watch": False, "on_search": False},
         },
         environ={},
@@ -77,31 +79,20 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--split", default="train")
     parser.add_argument("--mode", action="append", choices=["keyword", "hybrid"])
+    parser.add_argument("--backend", action="append", choices=["builtin", "postgres"])
     parser.add_argument("--dsn", help="an existing server (default: start a disposable one)")
     args = parser.parse_args()
     dataset = load_dataset(args.dataset, args.split)
-    server = None
-    dsn = args.dsn
-    if dsn is None:
-        from pg_server import PgServer
-
-        server = PgServer()
-        server.start()
-        dsn = server.dsn
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"# {args.dataset.name} [{args.split}], {stamp}, hashing embedding for hybrid")
     print("| mode | backend | nDCG@10 | Recall@10 | Recall@100 | MRR@10 | chunks |")
     print("|---|---|---|---|---|---|---|")
-    try:
-        with tempfile.TemporaryDirectory(prefix="memwell-parity-") as tmp:
-            for mode in args.mode or ["keyword", "hybrid"]:
-                for backend in ("builtin", "postgres"):
-                    m = measure(backend, mode, dataset, Path(tmp), dsn)
-                    cells = " | ".join(f"{m[k]:.4f}" for k in METRICS)
-                    print(f"| {mode} | {backend} | {cells} | {m['chunks']:.0f} |", flush=True)
-    finally:
-        if server is not None:
-            server.destroy()
+    with server_dsn(args.dsn) as dsn, tempfile.TemporaryDirectory(prefix="memwell-") as tmp:
+        for mode in args.mode or ["keyword", "hybrid"]:
+            for backend in args.backend or ["builtin", "postgres"]:
+                m = measure(backend, mode, dataset, Path(tmp), dsn)
+                cells = " | ".join(f"{m[k]:.4f}" for k in METRICS)
+                print(f"| {mode} | {backend} | {cells} | {m['chunks']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":
