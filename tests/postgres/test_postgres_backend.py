@@ -267,3 +267,34 @@ def test_tsvector_literals_round_trip_through_the_server(pg_server: Any, text: s
         ).fetchall()
     expected = Counter(terms_of(text.replace("\x00", "")))
     assert dict(rows) == {t: min(n, 256) for t, n in expected.items()}
+
+
+def test_term_stats_follow_edits_and_deletes(build: Build, tmp_path: Path, pg_server: Any) -> None:
+    """BM25's document frequencies stay equal to a recount after incremental writes."""
+    ws = write_workspace(tmp_path / "ws")
+    memory = build(ws, provider="none")
+    memory.sync()
+    (ws / "memory" / "projects.md").write_text(
+        "# Projects\n\nTomatoes need watering. Tomatoes love sun.\n", encoding="utf-8"
+    )
+    (ws / "memory" / "added.md").write_text("# Added\n\nwatering cans and sun hats\n", "utf-8")
+    memory.sync()
+    (ws / "memory" / "added.md").unlink()
+    memory.sync()
+    with psycopg.connect(pg_server.dsn) as conn:
+        kept = dict(
+            conn.execute(
+                "SELECT s.lexeme, s.df FROM memwell.term_stats s JOIN memwell.namespaces n "
+                "USING (namespace, generation) WHERE s.namespace = %s AND s.df <> 0",
+                (memory.namespace,),
+            ).fetchall()
+        )
+        recount = dict(
+            conn.execute(
+                "SELECT word, ndoc FROM ts_stat(format('SELECT c.tsv FROM memwell.chunks c "
+                "JOIN memwell.namespaces n USING (namespace, generation) "
+                "WHERE c.namespace = %%L', %s::text))",
+                (memory.namespace,),
+            ).fetchall()
+        )
+    assert kept == recount and kept["tomato"] >= 1 and "hat" not in kept
