@@ -69,7 +69,14 @@ def _settings(workspace: Path, registry: PluginRegistry, backend: str, dsn: str,
         overrides={
             "backend": backend,
             "provider": "none" if mode == "keyword" else "hash",
-            "backends": {"postgres": {"dsn": dsn, "namespace": f"parity-{mode}"}},
+            "backends": {
+                "postgres": {
+                    "dsn": dsn,
+                    "namespace": f"parity-{mode}",
+                    # "hybrid-hnsw": through the HNSW index (exact on a corpus this small)
+                    "exact_search_below": 0 if mode == "hybrid-hnsw" else 20_000,
+                }
+            },
             "sync": {"watch": False, "on_search": False},
             "chunking": {"tokens": 40, "overlap": 8},
         },
@@ -90,7 +97,7 @@ def _ranking(manager: MemorySearchManager, query: str) -> list[tuple[float, str,
     return sorted(hits, key=lambda h: (-h[0], h[1:]))
 
 
-@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "hybrid-hnsw"])
 def test_postgres_ranks_like_builtin(
     mode: str, tmp_path: Path, pg_server: Any, registry: PluginRegistry
 ) -> None:

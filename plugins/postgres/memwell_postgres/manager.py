@@ -90,6 +90,7 @@ class PostgresMemoryManager(MemoryBackend):
                 model=self.indexer.model(),
                 limit=request.pool,
                 ef_search=self.config.ef_search,
+                exact_below=self.config.exact_search_below,
             )
         if provider is None:
             _scale_keyword(found.keyword, relative=False)

@@ -173,12 +173,20 @@ def _keyword_part(
 
 
 def _vector_part(
-    store: Store, stats: Stats, query_vector: Vector, model: str, params: dict[str, Any]
+    store: Store,
+    stats: Stats,
+    query_vector: Vector,
+    model: str,
+    params: dict[str, Any],
+    *,
+    exact: bool,
 ) -> sql.Composable:
+    """Nearest chunks through the HNSW index, or (``exact``) by comparing every vector: the
+    bare column does not match the index's expression, so the planner cannot use it."""
     dims = int(query_vector.shape[0])
     params["qvec"] = np.asarray(query_vector, dtype=np.float32)
     return sql.SQL(_VECTOR).format(
-        expr=sql.SQL("c.") + vector_expr(dims),
+        expr=sql.SQL("c.embedding") if exact else sql.SQL("c.") + vector_expr(dims),
         dims=sql.Literal(dims),
         chunks=store.t("chunks"),
         generation=sql.SQL("c.") + generation_filter(store.namespace, stats.generation),
@@ -234,10 +242,13 @@ def run_search(
     model: str,
     limit: int,
     ef_search: int,
+    exact_below: int,
 ) -> Found:
     """Fetch up to ``limit`` keyword and ``limit`` vector candidates of the active generation.
 
-    Keyword ``text_score`` is the raw BM25 score here; callers scale it.
+    A generation of fewer than ``exact_below`` chunks is searched exactly (as the builtin
+    backend does), a larger one through its HNSW index. Keyword ``text_score`` is the raw BM25
+    score here; callers scale it.
     """
     use_vector = query_vector is not None and bool(query_vector.any())
     for _ in range(ATTEMPTS):
@@ -251,7 +262,8 @@ def run_search(
             ctes["kw"] = _keyword_part(store, stats, stats.terms[:count], params)
         if use_vector:
             assert query_vector is not None
-            ctes["vec"] = _vector_part(store, stats, query_vector, model, params)
+            exact = stats.chunks < exact_below
+            ctes["vec"] = _vector_part(store, stats, query_vector, model, params, exact=exact)
         if not ctes:
             return Found([], [])
         active, keyword, vector = _fetch(conn, store, ctes, params)
