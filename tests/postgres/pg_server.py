@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,17 @@ class PgServer:
         with contextlib.suppress(ServerStartError):
             self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def server_dsn(dsn: str | None) -> Iterator[str]:
+    """``dsn`` itself if given, else a disposable server's (destroyed on exit); for benchmarks."""
+    if dsn is not None:
+        yield dsn
+        return
+    server = PgServer()
+    try:
+        server.start()
+        yield server.dsn
+    finally:
+        server.destroy()

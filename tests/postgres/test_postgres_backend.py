@@ -94,6 +94,18 @@ def test_schema_has_the_promised_indexes_and_tables(
 ) -> None:
     memory = build(write_workspace(tmp_path / "ws"))
     memory.sync()
+
+    def generation_indexes() -> list[str]:
+        with psycopg.connect(pg_server.dsn) as conn:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT indexdef FROM pg_indexes WHERE schemaname = 'memwell' "
+                    "AND indexdef LIKE %s",
+                    (f"%namespace = '{memory.namespace}'%",),
+                ).fetchall()
+            ]
+
     with psycopg.connect(pg_server.dsn) as conn:
         tables = {
             r[0]
@@ -101,16 +113,17 @@ def test_schema_has_the_promised_indexes_and_tables(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'memwell'"
             ).fetchall()
         }
-        indexes = {
-            r[0]: r[1]
-            for r in conn.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'memwell'"
-            ).fetchall()
-        }
-    assert {"namespaces", "generations", "files", "chunks", "embedding_cache"} <= tables
-    assert "USING gin (tsv)" in indexes["chunks_tsv"]
-    hnsw = [d for d in indexes.values() if "USING hnsw" in d]
-    assert hnsw and "vector(64)" in hnsw[0] and "hash:hash-64" in hnsw[0]
+    assert {"namespaces", "generations", "files", "chunks", "embedding_cache", "term_stats"} <= (
+        tables
+    )
+    first = generation_indexes()
+    gin = [d for d in first if "USING gin (tsv)" in d]
+    hnsw = [d for d in first if "USING hnsw" in d]
+    assert len(gin) == 1 and len(hnsw) == 1
+    assert "vector(64)" in hnsw[0] and "hash:hash-64" in hnsw[0] and "ef_construction" in hnsw[0]
+    memory.sync(force=True)  # a new generation gets its own indexes; the old ones are dropped
+    second = generation_indexes()
+    assert len(second) == 2 and not set(first) & set(second)
 
 
 def test_unchanged_files_are_not_rewritten(build: Build, tmp_path: Path, pg_server: Any) -> None:
@@ -254,3 +267,34 @@ def test_tsvector_literals_round_trip_through_the_server(pg_server: Any, text: s
         ).fetchall()
     expected = Counter(terms_of(text.replace("\x00", "")))
     assert dict(rows) == {t: min(n, 256) for t, n in expected.items()}
+
+
+def test_term_stats_follow_edits_and_deletes(build: Build, tmp_path: Path, pg_server: Any) -> None:
+    """BM25's document frequencies stay equal to a recount after incremental writes."""
+    ws = write_workspace(tmp_path / "ws")
+    memory = build(ws, provider="none")
+    memory.sync()
+    (ws / "memory" / "projects.md").write_text(
+        "# Projects\n\nTomatoes need watering. Tomatoes love sun.\n", encoding="utf-8"
+    )
+    (ws / "memory" / "added.md").write_text("# Added\n\nwatering cans and sun hats\n", "utf-8")
+    memory.sync()
+    (ws / "memory" / "added.md").unlink()
+    memory.sync()
+    with psycopg.connect(pg_server.dsn) as conn:
+        kept = dict(
+            conn.execute(
+                "SELECT s.lexeme, s.df FROM memwell.term_stats s JOIN memwell.namespaces n "
+                "USING (namespace, generation) WHERE s.namespace = %s AND s.df <> 0",
+                (memory.namespace,),
+            ).fetchall()
+        )
+        recount = dict(
+            conn.execute(
+                "SELECT word, ndoc FROM ts_stat(format('SELECT c.tsv FROM memwell.chunks c "
+                "JOIN memwell.namespaces n USING (namespace, generation) "
+                "WHERE c.namespace = %%L', %s::text))",
+                (memory.namespace,),
+            ).fetchall()
+        )
+    assert kept == recount and kept["tomato"] >= 1 and "hat" not in kept

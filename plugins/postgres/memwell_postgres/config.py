@@ -21,7 +21,11 @@ class PostgresConfig(BaseModel):
     indexed itself, so a stale or partial checkout never deletes another host's files.
     ``pool_min_size``/``pool_max_size``: connections kept open; ``connect_timeout``: seconds
     before an unreachable server is reported. ``ef_search``: HNSW search breadth (raised to
-    the candidate count when that is larger).
+    the candidate count when that is larger). ``exact_search_below``: a memory of fewer chunks
+    is searched exactly, as the builtin backend searches, instead of through HNSW (whose
+    results are approximate). ``hnsw_m``/``hnsw_ef_construction``: the HNSW
+    build parameters; ``maintenance_work_mem``: the server memory a full rebuild's index builds
+    may use (e.g. ``"1GB"``; default the server's setting), faster when the graph fits.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +39,10 @@ class PostgresConfig(BaseModel):
     pool_max_size: int = Field(default=4, ge=2, le=256)
     connect_timeout: float = Field(default=5.0, gt=0, le=300)
     ef_search: int = Field(default=100, ge=10, le=1000)
+    exact_search_below: int = Field(default=20_000, ge=0)
+    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
+    maintenance_work_mem: str | None = Field(default=None, pattern=r"^[0-9]+ ?(kB|MB|GB)$")
 
     def namespace_for(self, workspace: Path) -> str:
         """The configured namespace, else ``<dir name>-<12 hex of the resolved path>``."""

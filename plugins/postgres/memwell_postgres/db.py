@@ -84,7 +84,6 @@ class Database:
     def _configure(self, conn: Conn) -> None:
         register_vector(conn)
         conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
-        conn.execute(f"SET hnsw.ef_search = {int(self.config.ef_search)}")
 
     @contextmanager
     def _translate(self) -> Iterator[None]:

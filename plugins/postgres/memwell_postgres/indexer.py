@@ -25,10 +25,10 @@ from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 
 from .config import PostgresConfig
-from .db import Database
+from .db import Conn, Database
 from .lexemes import LEXEME_VERSION
-from .schema import SCHEMA_VERSION, ensure_vector_index
-from .store import CacheKey, ChunkRow, FileRow, Store, lock_key
+from .schema import SCHEMA_VERSION, ensure_generation_indexes
+from .store import CacheKey, ChunkRow, FileRow, Loaded, Store, lock_key
 
 log = logging.getLogger(__name__)
 
@@ -149,25 +149,26 @@ class Indexer:
                     return True
                 generation = self.store.begin_generation(lock_conn, identity, self.host)
                 paths = list_memory_files(self.workspace, self.settings.extra_paths)
+                loaded = Loaded()
                 done = 0
                 for batch in _batches(paths, BATCH_FILES):
                     prepared = [p for p in map(self._read, batch) if p is not None]
                     vectors = self._embed(prepared, report)
+                    files = [(item.row.path, self._rows(item, vectors)) for item in prepared]
                     with self.db.connection() as conn, conn.transaction():
-                        chunks = tokens = 0
+                        batch_loaded = self.store.insert_chunks(
+                            conn, generation, files, self.model()
+                        )
                         for item in prepared:
-                            rows = self._rows(item, vectors)
-                            tokens += self.store.insert_chunks(
-                                conn, generation, item.row.path, rows, self.model()
-                            )
                             self.store.upsert_file(conn, generation, item.row)
-                            chunks += len(rows)
-                        self.store.add_counts(conn, generation, chunks, tokens)
+                    loaded.merge(batch_loaded)
                     report.written += len(prepared)
                     done += len(batch)
                     _report(progress, done, len(paths), batch[-1].name)
-                if self.dims is not None:
-                    ensure_vector_index(lock_conn, self.store.schema, self.model(), self.dims)
+                with lock_conn.transaction():
+                    self.store.add_counts(lock_conn, generation, loaded.chunks, loaded.tokens)
+                    self.store.copy_term_stats(lock_conn, generation, loaded.df)
+                self._ensure_indexes(lock_conn, generation)
                 self.store.switch_to(lock_conn, generation, identity)
                 self.store.drop_generations(lock_conn, "retired")
                 report.rebuilt = True
@@ -197,6 +198,18 @@ class Indexer:
         for path, row in known.items():
             if path not in seen:
                 self._delete_missing(generation, row, report)
+        if report.written:
+            with self.db.connection() as conn:
+                self._ensure_indexes(conn, generation)
+
+    def _ensure_indexes(self, conn: Conn, generation: int) -> None:
+        """The generation's full-text and (once its dimension is known) vector indexes."""
+        vector = None if self.dims is None else (self.model(), self.dims)
+        built = ensure_generation_indexes(
+            conn, self.store.schema, self.store.namespace, generation, vector, self.config
+        )
+        if built:
+            log.info("built %s for generation %s", ", ".join(built), generation)
 
     def _changed(
         self, abs_path: Path, known: dict[str, FileRow], seen: set[str]

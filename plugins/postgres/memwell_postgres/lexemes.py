@@ -54,16 +54,19 @@ def terms_of(text: str) -> list[str]:
     return _lexemes(segment_for_index(text))
 
 
-def _quote(lexeme: str) -> str:
+def tsquery_literal(lexeme: str) -> str:
+    """``lexeme`` quoted for a ``tsvector`` or ``tsquery`` literal."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
 class IndexedText:
-    """A chunk's ``tsvector`` literal and its length in terms (BM25's document length)."""
+    """A chunk's ``tsvector`` literal, its length in terms (BM25's document length) and its
+    distinct terms (what it adds to document frequencies)."""
 
     tsvector: str
     length: int
+    lexemes: tuple[str, ...]
 
 
 def index_text(text: str) -> IndexedText:
@@ -74,19 +77,18 @@ def index_text(text: str) -> IndexedText:
         slots = positions.setdefault(term, [])
         if len(slots) < _MAX_POSITIONS and pos <= _MAX_POSITION:
             slots.append(pos)
-    parts = (f"{_quote(t)}:{','.join(map(str, p))}" for t, p in positions.items() if p)
-    return IndexedText(tsvector=" ".join(parts), length=len(terms))
+    kept = [(t, p) for t, p in positions.items() if p]
+    parts = (f"{tsquery_literal(t)}:{','.join(map(str, p))}" for t, p in kept)
+    return IndexedText(
+        tsvector=" ".join(parts), length=len(terms), lexemes=tuple(t for t, _ in kept)
+    )
 
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """A keyword query as distinct lexemes and their single-term ``tsquery`` literals."""
+    """A keyword query as distinct lexemes."""
 
     lexemes: tuple[str, ...]
-
-    @property
-    def tsqueries(self) -> list[str]:
-        return [_quote(t) for t in self.lexemes]
 
 
 def query_terms(query: str) -> QueryTerms | None:

@@ -12,7 +12,9 @@ from typing import Any
 
 from psycopg import Connection, sql
 
-SCHEMA_VERSION = 1
+from .config import PostgresConfig
+
+SCHEMA_VERSION = 2
 DDL_LOCK = 0x6D656D77656C6C  # pg_advisory_xact_lock key serialising schema changes
 
 _TABLES = """
@@ -64,7 +66,13 @@ CREATE TABLE IF NOT EXISTS {schema}.chunks (
     embedding vector
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON {schema}.chunks (namespace, generation, source, path);
-CREATE INDEX IF NOT EXISTS chunks_tsv ON {schema}.chunks USING gin (tsv);
+CREATE TABLE IF NOT EXISTS {schema}.term_stats (
+    namespace text NOT NULL,
+    generation bigint NOT NULL,
+    lexeme text NOT NULL,
+    df bigint NOT NULL,
+    PRIMARY KEY (namespace, generation, lexeme)
+);
 CREATE TABLE IF NOT EXISTS {schema}.embedding_cache (
     provider text NOT NULL,
     model text NOT NULL,
@@ -80,50 +88,125 @@ CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer NOT NULL);
 
 
 def create_schema(conn: Connection[Any], schema: str) -> None:
-    """Create the extension, schema and tables if missing (one transaction, serialised)."""
+    """Create the extension, schema and tables if missing (one transaction, serialised).
+
+    A version 1 schema loses its table-wide full-text and vector indexes: version 2 indexes
+    each generation on its own, after its bulk load.
+    """
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
         conn.execute(sql.SQL(_TABLES).format(schema=sql.Identifier(schema)))
         ident = sql.Identifier(schema, "schema_version")
         row = conn.execute(sql.SQL("SELECT max(version) FROM {}").format(ident)).fetchone()
-        if row is None or row[0] is None:
+        version = None if row is None else row[0]
+        if version is not None and version < SCHEMA_VERSION:
+            stale = conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'chunks'"
+                " AND (indexname = 'chunks_tsv' OR indexname LIKE 'chunks_hnsw_%%')",
+                (schema,),
+            ).fetchall()
+            for (name,) in stale:
+                conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, name)))
+            conn.execute(sql.SQL("UPDATE {} SET version = %s").format(ident), (SCHEMA_VERSION,))
+        elif version is None:
             conn.execute(sql.SQL("INSERT INTO {} VALUES (%s)").format(ident), (SCHEMA_VERSION,))
 
 
-def vector_index_name(model: str, dims: int) -> str:
-    """The HNSW index serving ``model`` at ``dims`` (one per model and dimension)."""
-    digest = hashlib.sha256(f"{model}\0{dims}".encode()).hexdigest()[:16]
-    return f"chunks_hnsw_{digest}"
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def generation_tag(namespace: str, generation: int) -> str:
+    """The part of an index name that says which generation of which namespace it serves."""
+    return _digest(namespace, generation)
 
 
 def vector_expr(dims: int) -> sql.Composable:
-    """``embedding::vector(dims)``: the expression the HNSW index is built on."""
+    """``embedding::vector(dims)``: the expression the HNSW indexes are built on."""
     return sql.SQL("embedding::vector({})").format(sql.Literal(dims))
 
 
-def ensure_vector_index(conn: Connection[Any], schema: str, model: str, dims: int) -> bool:
-    """Build the partial HNSW index for ``model``/``dims`` if missing; True if it was built.
+def generation_filter(namespace: str, generation: int) -> sql.Composable:
+    """``namespace = '<ns>' AND generation = <n>`` as literals, the predicate of a
+    generation's partial indexes (a query must spell it this way for the planner to use them)."""
+    return sql.SQL("namespace = {} AND generation = {}").format(
+        sql.Literal(namespace), sql.Literal(generation)
+    )
 
-    Called after a bulk load, so the graph is built once over all rows.
+
+def vector_filter(model: str, dims: int) -> sql.Composable:
+    return sql.SQL("model = {} AND dims = {}").format(sql.Literal(model), sql.Literal(dims))
+
+
+def ensure_generation_indexes(
+    conn: Connection[Any],
+    schema: str,
+    namespace: str,
+    generation: int,
+    vector: tuple[str, int] | None,
+    config: PostgresConfig,
+) -> list[str]:
+    """Build the generation's GIN full-text index and, for ``vector`` = (model, dims), its
+    HNSW index, if missing; returns the names built.
+
+    Both are partial indexes over this generation's rows only, so a bulk load writes no
+    index entries and each index is built once over all rows after it.
     """
-    name = vector_index_name(model, dims)
+    tag = generation_tag(namespace, generation)
+    table = sql.Identifier(schema, "chunks")
+    where = generation_filter(namespace, generation)
+    fts_name = f"chunks_fts_{tag}"
+    wanted: dict[str, sql.Composed] = {
+        fts_name: sql.SQL("CREATE INDEX {} ON {} USING gin (tsv) WHERE {}").format(
+            sql.Identifier(fts_name), table, where
+        )
+    }
+    if vector is not None:
+        model, dims = vector
+        vec_name = f"chunks_vec_{tag}_{_digest(model, dims)[:8]}"
+        wanted[vec_name] = sql.SQL(
+            "CREATE INDEX {name} ON {table} USING hnsw (({expr}) vector_cosine_ops) "
+            "WITH (m = {m}, ef_construction = {ef}) WHERE {where} AND {vfilter}"
+        ).format(
+            name=sql.Identifier(vec_name),
+            table=table,
+            expr=vector_expr(dims),
+            m=sql.Literal(config.hnsw_m),
+            ef=sql.Literal(config.hnsw_ef_construction),
+            where=where,
+            vfilter=vector_filter(model, dims),
+        )
+    built: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-        exists = conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s", (schema, name)
-        ).fetchone()
-        if exists:
-            return False
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX {name} ON {table} USING hnsw (({expr}) vector_cosine_ops) "
-                "WHERE model = {model} AND dims = {dims}"
-            ).format(
-                name=sql.Identifier(name),
-                table=sql.Identifier(schema, "chunks"),
-                expr=vector_expr(dims),
-                model=sql.Literal(model),
-                dims=sql.Literal(dims),
+        if config.maintenance_work_mem:
+            conn.execute(
+                "SELECT set_config('maintenance_work_mem', %s, true)",
+                (config.maintenance_work_mem,),
             )
-        )
-    return True
+        present = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
+                (schema, f"chunks_%_{tag}%"),
+            ).fetchall()
+        }
+        for name, statement in wanted.items():
+            if name in present:
+                continue
+            conn.execute(statement)
+            built.append(name)
+    return built
+
+
+def drop_generation_indexes(
+    conn: Connection[Any], schema: str, namespace: str, generation: int
+) -> None:
+    """Drop the partial indexes of a generation that is being deleted."""
+    tag = generation_tag(namespace, generation)
+    rows = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
+        (schema, f"chunks_%_{tag}%"),
+    ).fetchall()
+    for (name,) in rows:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))

@@ -6,8 +6,9 @@ Functions take a connection in autocommit mode and open their own short transact
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from .db import Conn
 from .lexemes import index_text
+from .schema import drop_generation_indexes
 
 SOURCE = "memory"
 
@@ -62,6 +64,33 @@ class CacheKey:
     provider: str
     model: str
     provider_key: str
+
+
+@dataclass
+class Loaded:
+    """What chunks add to (or remove from) a generation: chunks, terms, document frequencies."""
+
+    chunks: int = 0
+    tokens: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+    def add(self, tokens: int, lexemes: Iterable[str]) -> None:
+        self.chunks += 1
+        self.tokens += tokens
+        self.df.update(lexemes)
+
+    def merge(self, other: Loaded) -> None:
+        self.chunks += other.chunks
+        self.tokens += other.tokens
+        self.df.update(other.df)
+
+
+def _loaded(rows: Iterable[Sequence[Any]]) -> Loaded:
+    """``Loaded`` of deleted rows (``ntokens``, the distinct lexemes of their ``tsv``)."""
+    loaded = Loaded()
+    for tokens, lexemes in rows:
+        loaded.add(int(tokens), lexemes)
+    return loaded
 
 
 def _array(value: Any) -> Any:
@@ -164,8 +193,10 @@ class Store:
                 (self.namespace, state),
             ).fetchall()
             generations = [int(r[0]) for r in rows]
+            for generation in generations:
+                drop_generation_indexes(conn, self.schema, self.namespace, generation)
             if generations:
-                for table in ("chunks", "files"):
+                for table in ("chunks", "files", "term_stats"):
                     conn.execute(
                         self.q(
                             "DELETE FROM {t} WHERE namespace = %s AND generation = ANY(%s)",
@@ -222,60 +253,101 @@ class Store:
         """Delete the file's chunks that are gone, insert the new ones, keep the rest."""
         existing = conn.execute(
             self.q(
-                "SELECT id, hash, start_line, end_line, ntokens FROM {c} WHERE namespace = %s "
+                "SELECT id, hash, start_line, end_line FROM {c} WHERE namespace = %s "
                 "AND generation = %s AND source = %s AND path = %s",
                 c="chunks",
             ),
             (self.namespace, generation, SOURCE, path),
         ).fetchall()
         wanted = {c.key for c in chunks}
-        stale = [(int(r[0]), int(r[4])) for r in existing if (r[1], r[2], r[3]) not in wanted]
+        stale = [int(r[0]) for r in existing if (r[1], r[2], r[3]) not in wanted]
         kept = {(r[1], r[2], r[3]) for r in existing} & wanted
-        removed_tokens = sum(tokens for _, tokens in stale)
+        removed = Loaded()
         if stale:
-            conn.execute(
-                self.q("DELETE FROM {c} WHERE id = ANY(%s)", c="chunks"),
-                ([i for i, _ in stale],),
-            )
-        added = [c for c in chunks if c.key not in kept]
-        added_tokens = self.insert_chunks(conn, generation, path, added, model)
-        self.add_counts(conn, generation, len(added) - len(stale), added_tokens - removed_tokens)
+            rows = conn.execute(
+                self.q(
+                    "DELETE FROM {c} WHERE id = ANY(%s) RETURNING ntokens, tsvector_to_array(tsv)",
+                    c="chunks",
+                ),
+                (stale,),
+            ).fetchall()
+            removed = _loaded(rows)
+        added = self.insert_chunks(
+            conn, generation, [(path, [c for c in chunks if c.key not in kept])], model
+        )
+        self.apply_delta(conn, generation, added, removed)
 
     def insert_chunks(
-        self, conn: Conn, generation: int, path: str, chunks: Sequence[ChunkRow], model: str
-    ) -> int:
-        """COPY ``chunks`` in; returns how many terms they hold (for BM25's average length)."""
-        if not chunks:
-            return 0
-        tokens = 0
+        self,
+        conn: Conn,
+        generation: int,
+        files: Sequence[tuple[str, Sequence[ChunkRow]]],
+        model: str,
+    ) -> Loaded:
+        """COPY the chunks of ``files`` (path, chunks) in, in one COPY; returns what they add
+        to the generation's statistics."""
+        loaded = Loaded()
+        if not any(chunks for _, chunks in files):
+            return loaded
         columns = (
             "namespace, generation, source, path, start_line, end_line, hash, model, text, "
             "tsv, ntokens, dims, embedding"
         )
         copy_sql = self.q(f"COPY {{c}} ({columns}) FROM STDIN", c="chunks")
         with conn.cursor() as cur, cur.copy(copy_sql) as copy:
-            for chunk in chunks:
-                indexed = index_text(chunk.text)
-                tokens += indexed.length
-                vector = chunk.embedding
-                copy.write_row(
-                    (
-                        self.namespace,
-                        generation,
-                        SOURCE,
-                        path,
-                        chunk.start_line,
-                        chunk.end_line,
-                        chunk.hash,
-                        model,
-                        chunk.text.replace("\x00", "\ufffd"),  # text columns refuse NUL
-                        indexed.tsvector,
-                        indexed.length,
-                        None if vector is None else len(vector),
-                        None if vector is None else np.asarray(vector, dtype=np.float32),
+            for path, chunks in files:
+                for chunk in chunks:
+                    indexed = index_text(chunk.text)
+                    loaded.add(indexed.length, indexed.lexemes)
+                    vector = chunk.embedding
+                    copy.write_row(
+                        (
+                            self.namespace,
+                            generation,
+                            SOURCE,
+                            path,
+                            chunk.start_line,
+                            chunk.end_line,
+                            chunk.hash,
+                            model,
+                            chunk.text.replace("\x00", "\ufffd"),  # text columns refuse NUL
+                            indexed.tsvector,
+                            indexed.length,
+                            None if vector is None else len(vector),
+                            None if vector is None else np.asarray(vector, dtype=np.float32),
+                        )
                     )
-                )
-        return tokens
+        return loaded
+
+    def apply_delta(self, conn: Conn, generation: int, added: Loaded, removed: Loaded) -> None:
+        """Add ``added`` and subtract ``removed`` from the generation's counts and document
+        frequencies (lexemes in sorted order, so concurrent writers never deadlock)."""
+        self.add_counts(
+            conn, generation, added.chunks - removed.chunks, added.tokens - removed.tokens
+        )
+        delta = Counter(added.df)
+        delta.subtract(removed.df)
+        changes = sorted((t, n) for t, n in delta.items() if n)
+        if not changes:
+            return
+        conn.execute(
+            self.q(
+                "INSERT INTO {s} AS s (namespace, generation, lexeme, df) "
+                "SELECT %s, %s, t.lexeme, t.df "
+                "FROM unnest(%s::text[], %s::bigint[]) AS t(lexeme, df) "
+                "ON CONFLICT (namespace, generation, lexeme) "
+                "DO UPDATE SET df = s.df + EXCLUDED.df",
+                s="term_stats",
+            ),
+            (self.namespace, generation, [t for t, _ in changes], [n for _, n in changes]),
+        )
+
+    def copy_term_stats(self, conn: Conn, generation: int, df: Mapping[str, int]) -> None:
+        """Write a freshly loaded generation's document frequencies (no rows exist yet)."""
+        copy_sql = self.q("COPY {s} (namespace, generation, lexeme, df) FROM STDIN", s="term_stats")
+        with conn.cursor() as cur, cur.copy(copy_sql) as copy:
+            for lexeme, count in df.items():
+                copy.write_row((self.namespace, generation, lexeme, count))
 
     def add_counts(self, conn: Conn, generation: int, chunks: int, tokens: int) -> None:
         if chunks or tokens:
@@ -310,10 +382,10 @@ class Store:
         )
 
     def delete_file(self, conn: Conn, generation: int, path: str) -> None:
-        removed = conn.execute(
+        rows = conn.execute(
             self.q(
                 "DELETE FROM {c} WHERE namespace = %s AND generation = %s AND source = %s "
-                "AND path = %s RETURNING ntokens",
+                "AND path = %s RETURNING ntokens, tsvector_to_array(tsv)",
                 c="chunks",
             ),
             (self.namespace, generation, SOURCE, path),
@@ -326,7 +398,7 @@ class Store:
             ),
             (self.namespace, generation, SOURCE, path),
         )
-        self.add_counts(conn, generation, -len(removed), -sum(int(r[0]) for r in removed))
+        self.apply_delta(conn, generation, Loaded(), _loaded(rows))
 
     def counts(self, conn: Conn) -> tuple[int, int, int]:
         """(files, chunks, chunks with a vector) of the active generation."""
