@@ -14,8 +14,8 @@ from memwell.curation import session_delta
 from memwell.curation.session_delta import SessionDeltaTracker, after_compaction
 from memwell.manager import MemorySearchManager
 from memwell.recall.manager import unwrap
+from memwell.sync_gate import SyncGate
 from memwell_sqlite.manager import SqliteMemoryManager
-from memwell_sqlite.sync_gate import SyncGate
 
 OpenFn = Callable[..., MemorySearchManager]
 

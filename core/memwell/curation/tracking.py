@@ -35,6 +35,7 @@ from pathlib import Path
 from ..config import MemwellSettings
 from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
 from ..retrieval.keywords import extract_keywords
+from ..retrieval.snippets import bare_snippet
 
 log = logging.getLogger(__name__)
 
@@ -347,7 +348,7 @@ class RecallTracker:
                 hit.start_line,
                 hit.end_line,
                 hit.source,
-                hit.snippet,
+                bare_snippet(hit),
                 first_recalled_at=job.now,
             )
         )
@@ -357,7 +358,7 @@ class RecallTracker:
         entry.total_score += hit.score
         entry.max_score = max(entry.max_score, hit.score)
         entry.last_recalled_at = job.now
-        entry.snippet = hit.snippet or entry.snippet
+        entry.snippet = bare_snippet(hit) or entry.snippet
         entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
         entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
         entry.concept_tags = concept_tags(hit.path, entry.snippet) or entry.concept_tags

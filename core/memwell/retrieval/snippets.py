@@ -28,6 +28,14 @@ def truncate_snippet(text: str, limit: int = DEFAULT_SNIPPET_LIMIT) -> str:
     return cut.decode(_UTF16, "surrogatepass")
 
 
+def bare_snippet(result: MemorySearchResult) -> str:
+    """``result.snippet`` without the ``Source: path#L…`` line that citations add to it."""
+    suffix = f"\n\nSource: {result.citation}"
+    if result.citation and result.snippet.endswith(suffix):
+        return result.snippet[: -len(suffix)]
+    return result.snippet
+
+
 def format_citation(path: str, start_line: int, end_line: int) -> str:
     """``path#L5`` for a single line, ``path#L5-L9`` for a range."""
     if start_line == end_line:
