@@ -82,7 +82,7 @@ def _create(
 
 
 def _lookup(registry: PluginRegistry, name: str, key: str) -> EmbeddingProviderSpec:
-    spec = registry.providers.get(name)
+    spec = registry.provider(name)
     if spec is None:
         hint = registry.unknown_name_hint("provider", name)
         raise ConfigError(
@@ -106,11 +106,10 @@ def select_provider(
         return Selection(None, None, requested, "provider = 'none' (keyword-only mode)")
     if requested == "auto":
         reasons: list[str] = []
-        candidates = sorted(
-            (s for s in registry.providers.values() if s.auto_priority is not None),
-            key=lambda s: (s.auto_priority, s.id),
-        )
-        for spec in candidates:
+        for name in registry.auto_candidates("provider"):
+            spec = registry.provider(name)  # imports only this candidate's plugin
+            if spec is None:
+                continue
             try:
                 return Selection(
                     _create(spec, settings, workspace, settings.model), spec, requested
