@@ -13,20 +13,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeVar
 
 from .config import MemwellSettings, plugin_config
 from .descriptors import EmbeddingProviderSpec, ProviderContext
-from .embeddings import EmbeddingProvider, Matrix, Vector, provider_key, to_unit_matrix
+from .embeddings import EmbeddingProvider, provider_key, to_unit_matrix
 from .errors import ConfigError, ProviderError, ProviderUnavailableError
+from .lazy_import import lazy_module
 from .models import FallbackStatus
 from .plugins import PluginRegistry
 from .provider_fallback import FallbackRecord, clear_record, load_record, next_record, save_record
 from .retrieval.chunking import CHARS_PER_TOKEN
 from .retrieval.limits import batch_by_bytes, max_input_tokens
 from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .embeddings import Matrix, Vector
+else:
+    np = lazy_module("numpy")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -19,10 +19,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import pluggy
 
@@ -37,7 +37,13 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "memwell"
 ALLOW_LIST_ENV = "MEMWELL_LOAD_PLUGINS"
 
-_D = TypeVar("_D", SearchBackend, EmbeddingProviderSpec, TextGeneratorSpec)
+
+
+def _name_of(kind: str, descriptor: Any) -> str:
+    """A backend's name, a provider's or text generator's id."""
+    return str(descriptor.name if kind == "backend" else descriptor.id)
+
+
 _HOOKS = {
     "backend": "memwell_search_backends",
     "provider": "memwell_embedding_providers",
@@ -92,6 +98,8 @@ class PluginRegistry:
         self.conflicts: dict[tuple[str, str], str] = {}
         """``(kind, name)`` -> why that name is disabled (two plugins register it)."""
         self._resolved: dict[str, dict[str, Any]] = {}
+        self._yields: dict[tuple[str, str], list[Any] | Exception] = {}
+        """(plugin, kind) -> what its hook yielded (or raised): each hook runs once."""
         self._pending: dict[str, Any] = {}
         """Allowed entry points not imported yet, by name."""
         self._index = index or PluginIndex()
@@ -119,7 +127,7 @@ class PluginRegistry:
                 raise PluginError(f"plugin {name!r} is invalid: {exc}", plugin=name) from exc
             self._infos[name] = info or PluginInfo(name=name)
             self._infos[name].api = declared
-            self._resolved.clear()
+            self._forget(name)
 
     def unregister(self, name: str) -> None:
         """Remove a registered plugin by name."""
@@ -129,7 +137,13 @@ class PluginRegistry:
                 self.pm.unregister(plugin)
             self._infos.pop(name, None)
             self._pending.pop(name, None)
-            self._resolved.clear()
+            self._forget(name)
+
+    def _forget(self, name: str) -> None:
+        """Drop the resolved dicts and plugin ``name``'s hook results."""
+        self._resolved.clear()
+        for key in [k for k in self._yields if k[0] == name]:
+            del self._yields[key]
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -186,23 +200,30 @@ class PluginRegistry:
             return True
         return False
 
+    def _yielded(self, kind: str, impl: pluggy.HookImpl) -> list[Any] | Exception:
+        """What one plugin's hook for ``kind`` yields (or raised), called once per plugin."""
+        key = (impl.plugin_name, kind)
+        if key not in self._yields:
+            try:
+                self._yields[key] = list(cast("Iterable[Any]", impl.function() or ()))
+            except Exception as exc:
+                self._yields[key] = exc
+        return self._yields[key]
+
     def _provides(self, plugin_name: str) -> Provides | None:
-        """What one registered plugin's hooks yield, by kind; ``None`` if a hook raises."""
+        """What one registered plugin registers, by kind; ``None`` if a hook raises."""
         provides: Provides = {}
         for kind in KINDS:
+            names: dict[str, int | None] = provides.setdefault(kind, {})
             hook: pluggy.HookCaller = getattr(self.pm.hook, _HOOKS[kind])
-            names: dict[str, int | None] = {}
             for impl in hook.get_hookimpls():
                 if impl.plugin_name != plugin_name:
                     continue
-                try:
-                    items = list(cast("Iterable[Any]", impl.function() or ()))
-                except Exception:
+                items = self._yielded(kind, impl)
+                if isinstance(items, Exception):
                     return None
                 for item in items:
-                    key = item.name if kind == "backend" else item.id
-                    names[key] = getattr(item, "auto_priority", None)
-            provides[kind] = names
+                    names[_name_of(kind, item)] = getattr(item, "auto_priority", None)
         return provides
 
     def load_all(self) -> None:
@@ -229,20 +250,19 @@ class PluginRegistry:
 
     # -- resolution -------------------------------------------------------------------------
 
-    def _collect(
-        self, hook: pluggy.HookCaller, key: Callable[[_D], str], kind: str
-    ) -> dict[str, _D]:
-        found: dict[str, _D] = {}
+    def _collect(self, kind: str) -> dict[str, Any]:
+        found: dict[str, Any] = {}
         owners: dict[str, list[str]] = {}
+        hook: pluggy.HookCaller = getattr(self.pm.hook, _HOOKS[kind])
         for impl in hook.get_hookimpls():
             owner = impl.plugin_name
-            try:
-                items = list(cast("Iterable[_D]", impl.function() or ()))
-            except Exception as exc:
-                self._mark_error(owner, f"{hook.name} raised {type(exc).__name__}: {exc}")
+            items = self._yielded(kind, impl)
+            if isinstance(items, Exception):
+                error = f"{type(items).__name__}: {items}"
+                self._mark_error(owner, f"{hook.name} raised {error}")
                 continue
             for item in items:
-                name = key(item)
+                name = _name_of(kind, item)
                 owners.setdefault(name, []).append(owner)
                 found.setdefault(name, item)
         for name, names_owners in owners.items():
@@ -281,11 +301,7 @@ class PluginRegistry:
             resolved = self._resolved.get(kind)
             if resolved is None:
                 self._reset_names(kind)
-                hook: pluggy.HookCaller = getattr(self.pm.hook, _HOOKS[kind])
-                key: Callable[[Any], str] = (
-                    (lambda d: d.name) if kind == "backend" else (lambda d: d.id)
-                )
-                resolved = self._resolved[kind] = self._collect(hook, key, kind)
+                resolved = self._resolved[kind] = self._collect(kind)
             return resolved
 
     @property

@@ -19,10 +19,9 @@ import logging
 import time
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import MemwellSettings
-from ..embeddings import Vector
 from ..fallback import FallbackMemoryManager
 from ..manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
 from ..models import (
@@ -35,6 +34,9 @@ from ..models import (
 from ..retrieval.snippets import citations_enabled
 from . import protocols
 from .store import Clock, RecallStore
+
+if TYPE_CHECKING:
+    from ..embeddings import Vector
 
 log = logging.getLogger(__name__)
 

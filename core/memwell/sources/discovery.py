@@ -75,6 +75,13 @@ def decode_text(data: bytes) -> str:
 
 def relative_path(abs_path: Path, workspace: Path) -> str:
     """``abs_path`` relative to ``workspace`` with ``/`` separators (may start with ``../``)."""
+    path, base = os.fspath(abs_path), os.fspath(workspace)
+    # The common case (a sync stats every file): a normalised path inside a normalised
+    # workspace is a plain suffix; os.path.relpath costs more than the file's stat.
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    normal = os.path.normpath(base) == base and os.path.normpath(path) == path
+    if normal and os.path.isabs(base) and path.startswith(prefix):
+        return path[len(prefix) :].replace(os.sep, "/")
     return PurePath(os.path.relpath(abs_path, workspace)).as_posix()
 
 

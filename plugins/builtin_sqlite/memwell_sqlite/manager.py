@@ -7,14 +7,14 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from memwell.config import MemwellSettings
 from memwell.descriptors import BackendContext
 from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.embeddings import EmbeddingProvider, Matrix
+from memwell.embeddings import EmbeddingProvider
 from memwell.errors import BackendUnavailableError, ProviderError
+from memwell.lazy_import import lazy_module
 from memwell.manager import BaseMemoryManager, ProgressCallback
 from memwell.models import (
     CacheStatus,
@@ -47,7 +47,14 @@ from .search import Searcher
 from .store import FTS_DAMAGED, SCHEMA_VERSION, IndexStore
 from .sync_gate import SyncGate
 from .vectors import VectorIndex
-from .watcher import MemoryWatcher
+
+if TYPE_CHECKING:
+    import numpy as np
+    from memwell.embeddings import Matrix
+
+    from .watcher import MemoryWatcher
+else:
+    np = lazy_module("numpy")
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +126,8 @@ class SqliteMemoryManager(BaseMemoryManager):
     def _start_triggers(self) -> None:
         sync_cfg = self.settings.sync
         if sync_cfg.watch:
+            from .watcher import MemoryWatcher  # watchdog: only a watching manager needs it
+
             self._watcher = MemoryWatcher(
                 self.workspace,
                 self._watch_roots(),
