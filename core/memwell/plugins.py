@@ -38,7 +38,6 @@ ENTRY_POINT_GROUP = "memwell"
 ALLOW_LIST_ENV = "MEMWELL_LOAD_PLUGINS"
 
 
-
 def _name_of(kind: str, descriptor: Any) -> str:
     """A backend's name, a provider's or text generator's id."""
     return str(descriptor.name if kind == "backend" else descriptor.id)

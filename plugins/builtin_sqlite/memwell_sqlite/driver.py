@@ -50,10 +50,7 @@ def _bundled_vec_path() -> str:
 
 def _load_vec(conn: Any, extension_path: str | None) -> tuple[str | None, str | None, str | None]:
     try:
-        if extension_path:
-            path = extension_path
-        else:
-            path = _bundled_vec_path()
+        path = extension_path or _bundled_vec_path()
         conn.enable_load_extension(True)
         try:
             conn.load_extension(path)
