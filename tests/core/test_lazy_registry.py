@@ -210,3 +210,24 @@ def test_hybrid_one_shot_search_imports_only_the_backend_and_the_local_provider(
     _probe(tmp_path, *args)
     found = _probe(tmp_path, *args)
     assert found["plugins"] == ["memwell_local", "memwell_sqlite"]
+
+
+@pytest.mark.parametrize(
+    ("path", "workspace"),
+    [
+        ("/ws/memory/a.md", "/ws"),
+        ("/ws/a.md", "/"),
+        ("/wsx/a.md", "/ws"),
+        ("/ws/../x.md", "/ws"),
+        ("/ws/memory/a.md", "/ws/"),
+        ("/other/deep/a.md", "/ws/inner"),
+        ("/ws/./memory/a.md", "/ws"),
+    ],
+)
+def test_relative_path_fast_path_agrees_with_relpath(path: str, workspace: str) -> None:
+    from pathlib import PurePath
+
+    from memwell.sources.discovery import relative_path
+
+    expected = PurePath(os.path.relpath(path, workspace)).as_posix()
+    assert relative_path(Path(path), Path(workspace)) == expected == relative_path(path, workspace)
