@@ -367,16 +367,17 @@ def _check_plugin_sections(
         return
     # A [providers.<id>] section configures the plugin's embedding provider and its text
     # generator alike; each validates it with its own model.
-    tables: tuple[tuple[str, list[Mapping[str, Any]]], ...] = (
-        ("backends", [registry.backends]),
-        ("providers", [registry.providers, registry.text_generators, registry.rerankers]),
+    tables = (
+        ("backends", ["backend"]),
+        ("providers", ["provider", "text generator", "reranker"]),
     )
-    for table, registries in tables:
+    for table, kinds in tables:
         sections = layer.get(table) or {}
         for name, section in sections.items():
-            specs = [known[name] for known in registries if name in known]
+            found = [registry.lookup(kind, name) for kind in kinds]
+            specs = [spec for spec in found if spec is not None]
             if not specs:
-                installed = ", ".join(sorted({n for known in registries for n in known}))
+                installed = ", ".join(sorted({n for k in kinds for n in registry.installed(k)}))
                 raise ConfigError(
                     f"unknown config key '{table}.{name}' in {source}: no such plugin "
                     f"(installed: {installed or 'none'})",

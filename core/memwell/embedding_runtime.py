@@ -13,20 +13,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeVar
 
 from .config import MemwellSettings, plugin_config
 from .descriptors import EmbeddingProviderSpec, ProviderContext
-from .embeddings import EmbeddingProvider, Matrix, Vector, provider_key, to_unit_matrix
+from .embeddings import EmbeddingProvider, provider_key, to_unit_matrix
 from .errors import ConfigError, ProviderError, ProviderUnavailableError
+from .lazy_import import lazy_module
 from .models import FallbackStatus
 from .plugins import PluginRegistry
 from .provider_fallback import FallbackRecord, clear_record, load_record, next_record, save_record
 from .retrieval.chunking import CHARS_PER_TOKEN
 from .retrieval.limits import batch_by_bytes, max_input_tokens
 from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .embeddings import Matrix, Vector
+else:
+    np = lazy_module("numpy")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,7 +88,7 @@ def _create(
 
 
 def _lookup(registry: PluginRegistry, name: str, key: str) -> EmbeddingProviderSpec:
-    spec = registry.providers.get(name)
+    spec = registry.provider(name)
     if spec is None:
         hint = registry.unknown_name_hint("provider", name)
         raise ConfigError(
@@ -106,11 +112,10 @@ def select_provider(
         return Selection(None, None, requested, "provider = 'none' (keyword-only mode)")
     if requested == "auto":
         reasons: list[str] = []
-        candidates = sorted(
-            (s for s in registry.providers.values() if s.auto_priority is not None),
-            key=lambda s: (s.auto_priority, s.id),
-        )
-        for spec in candidates:
+        for name in registry.auto_candidates("provider"):
+            spec = registry.provider(name)  # imports only this candidate's plugin
+            if spec is None:
+                continue
             try:
                 return Selection(
                     _create(spec, settings, workspace, settings.model), spec, requested

@@ -6,16 +6,34 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+from .lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+    Matrix = npt.NDArray[np.float32]
+else:
+    np = lazy_module("numpy")
 
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
+_ARRAY_ALIASES = ("Vector", "Matrix")
 
-Vector = npt.NDArray[np.float32]
-Matrix = npt.NDArray[np.float32]
+
+def __getattr__(name: str) -> Any:
+    """``Vector`` and ``Matrix`` (float32 NumPy arrays), made on first use: importing this
+    module does not import NumPy."""
+    if name in _ARRAY_ALIASES:
+        import numpy.typing as npt
+
+        alias = npt.NDArray[np.float32]
+        globals().update(dict.fromkeys(_ARRAY_ALIASES, alias))
+        return alias
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable

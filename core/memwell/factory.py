@@ -47,7 +47,7 @@ def create_backend(
     purpose: Literal["default", "status"] = "default",
 ) -> MemorySearchManager:
     """Build backend ``name`` directly: no fallback, no cache (``memwell doctor`` uses it)."""
-    spec = registry.backends.get(name)
+    spec = registry.backend(name)
     if spec is None:
         hint = registry.unknown_name_hint("backend", name)
         raise ConfigError(

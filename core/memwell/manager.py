@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
 
 ProgressCallback = Callable[[SyncProgress], None]
+_T = TypeVar("_T")
+
+
+async def _in_thread(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``asyncio.to_thread``; asyncio is imported here, not by every command that starts."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 @runtime_checkable
@@ -103,7 +110,7 @@ class BaseMemoryManager:
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
         """Async :meth:`search`."""
-        return await asyncio.to_thread(
+        return await _in_thread(
             self.search,
             query,
             max_results=max_results,
@@ -116,11 +123,11 @@ class BaseMemoryManager:
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None
     ) -> ReadFileResult:
         """Async :meth:`read_file`."""
-        return await asyncio.to_thread(self.read_file, rel_path, from_line=from_line, lines=lines)
+        return await _in_thread(self.read_file, rel_path, from_line=from_line, lines=lines)
 
     async def async_status(self) -> MemoryStatus:
         """Async :meth:`status`."""
-        return await asyncio.to_thread(self.status)
+        return await _in_thread(self.status)
 
     async def async_sync(
         self,
@@ -130,11 +137,11 @@ class BaseMemoryManager:
         progress: ProgressCallback | None = None,
     ) -> None:
         """Async :meth:`sync`."""
-        await asyncio.to_thread(self.sync, reason=reason, force=force, progress=progress)
+        await _in_thread(self.sync, reason=reason, force=force, progress=progress)
 
     async def async_close(self) -> None:
         """Async :meth:`close`."""
-        await asyncio.to_thread(self.close)
+        await _in_thread(self.close)
 
     def __enter__(self) -> BaseMemoryManager:
         return self

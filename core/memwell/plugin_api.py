@@ -13,9 +13,6 @@ loaded and shown as ``undeclared``.
 
 from __future__ import annotations
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
-
 PLUGIN_API_VERSION = "1.0"
 """The plugin API this memwell provides (major.minor)."""
 
@@ -33,6 +30,9 @@ def api_mismatch(declared: str | None) -> str | None:
     """Why a plugin declaring ``declared`` cannot load here, or ``None`` when it can."""
     if declared is None:
         return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
     try:
         spec = SpecifierSet(declared)
     except InvalidSpecifier:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .config import MemwellSettings, plugin_config
-from .descriptors import ProviderContext
+from .descriptors import ProviderContext, RerankerSpec
 from .errors import ConfigError
 from .manager import DelegatingManager, MemorySearchManager
 from .models import MemorySearchResult
@@ -41,9 +41,9 @@ class Reranker(Protocol):
 def open_reranker(settings: MemwellSettings, registry: PluginRegistry, workspace: Path) -> Reranker:
     """Build the reranker ``[rerank] provider`` names; a clear error when it is unknown."""
     name = settings.rerank.provider
-    spec = registry.rerankers.get(name)
+    spec: RerankerSpec | None = registry.lookup("reranker", name)
     if spec is None:
-        known = ", ".join(sorted(registry.rerankers)) or "none installed"
+        known = ", ".join(registry.installed("reranker")) or "none installed"
         raise ConfigError(f"rerank.provider: unknown reranker {name!r} (known: {known})")
     ctx = ProviderContext(
         workspace=workspace,

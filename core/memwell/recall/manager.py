@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config import MemwellSettings
-from ..embeddings import Vector
 from ..fallback import FallbackMemoryManager
 from ..manager import DelegatingManager, MemorySearchManager
 from ..models import (
@@ -38,6 +37,7 @@ from .store import Clock, RecallStore
 
 if TYPE_CHECKING:
     from ..curation.tracking import RecallTracker
+    from ..embeddings import Vector
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,14 @@ for the method and degrades (caching off, semantic tier off, a loop) when it is 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..embeddings import Matrix, Vector
 from ..errors import MemwellError
 from ..manager import MemorySearchManager
 from ..models import MemorySearchResult
+
+if TYPE_CHECKING:
+    from ..embeddings import Matrix, Vector
 
 
 @runtime_checkable

@@ -10,11 +10,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..embedding_runtime import EmbeddingRuntime
-from ..embeddings import Matrix, Vector
+from ..lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..embeddings import Matrix, Vector
+else:
+    np = lazy_module("numpy")
 
 #: Query vectors remembered per runtime (384 floats each for MiniLM: about 0.4 MB in all).
 MEMO_SIZE = 256

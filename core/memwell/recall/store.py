@@ -15,12 +15,18 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..config import RecallCacheSettings
-from ..embeddings import Vector
+from ..lazy_import import lazy_module
 from ..models import MemorySearchResult, RecallTierStatus
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..embeddings import Vector
+else:
+    np = lazy_module("numpy")
 
 Clock = Callable[[], float]
 #: Estimated bytes of bookkeeping per entry and per result, on top of their text.

@@ -65,11 +65,10 @@ def select_text_generator(
         return TextGeneratorSelection(ExtractiveGenerator(), requested)
     if requested == "auto":
         reasons: list[str] = []
-        candidates = sorted(
-            (s for s in registry.text_generators.values() if s.auto_priority is not None),
-            key=lambda s: (s.auto_priority, s.id),
-        )
-        for spec in candidates:
+        for name in registry.auto_candidates("text generator"):
+            spec = registry.text_generator(name)  # imports only this candidate's plugin
+            if spec is None:
+                continue
             try:
                 return TextGeneratorSelection(_create(spec, settings, workspace), requested)
             except ProviderUnavailableError as exc:
@@ -81,7 +80,7 @@ def select_text_generator(
         if reasons:
             note += " (" + "; ".join(reasons) + ")"
         return TextGeneratorSelection(ExtractiveGenerator(), requested, note)
-    chosen = registry.text_generators.get(requested)
+    chosen = registry.text_generator(requested)
     if chosen is None:
         installed = ", ".join(["none", "auto", *registry.text_generators])
         raise ConfigError(

@@ -8,6 +8,8 @@ in-process with numpy and status says why.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,14 +39,18 @@ def sqlite_module() -> ModuleType:
         return sqlite3
 
 
+def _bundled_vec_path() -> str:
+    """``sqlite_vec.loadable_path()`` without importing ``sqlite_vec``, whose ``__init__``
+    imports NumPy when it is installed (most of a keyword-only command's start-up)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("No module named 'sqlite_vec'", name="sqlite_vec")
+    return os.path.normpath(os.path.join(os.path.dirname(spec.origin), "vec0"))
+
+
 def _load_vec(conn: Any, extension_path: str | None) -> tuple[str | None, str | None, str | None]:
     try:
-        if extension_path:
-            path = extension_path
-        else:
-            import sqlite_vec
-
-            path = str(sqlite_vec.loadable_path())
+        path = extension_path or _bundled_vec_path()
         conn.enable_load_extension(True)
         try:
             conn.load_extension(path)

@@ -7,10 +7,10 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memwell.config import MemwellSettings
 from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.embeddings import Vector
 from memwell.models import SyncProgress
 from memwell.retrieval.chunking import (
     CHARS_PER_TOKEN,
@@ -24,6 +24,9 @@ from memwell.sources.discovery import list_memory_files, read_source_file, stat_
 from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
 
 from .store import ChunkRow, FileState, IndexStore
+
+if TYPE_CHECKING:
+    from memwell.embeddings import Vector
 
 log = logging.getLogger(__name__)
 

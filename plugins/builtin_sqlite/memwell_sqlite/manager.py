@@ -6,14 +6,14 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
 from memwell.curation.session_delta import SessionDeltaTracker
 from memwell.descriptors import BackendContext
-from memwell.embeddings import EmbeddingProvider, Matrix
+from memwell.embeddings import EmbeddingProvider
 from memwell.errors import ProviderError
+from memwell.lazy_import import lazy_module
 from memwell.manager import ProgressCallback
 from memwell.models import (
     CacheStatus,
@@ -40,7 +40,14 @@ from .layout import IndexDir
 from .search import Searcher
 from .store import FTS_DAMAGED, SCHEMA_VERSION, IndexStore
 from .vectors import VectorIndex
-from .watcher import MemoryWatcher
+
+if TYPE_CHECKING:
+    import numpy as np
+    from memwell.embeddings import Matrix
+
+    from .watcher import MemoryWatcher
+else:
+    np = lazy_module("numpy")
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +116,8 @@ class SqliteMemoryManager(MemoryBackend):
     def _start_triggers(self) -> None:
         sync_cfg = self.settings.sync
         if sync_cfg.watch:
+            from .watcher import MemoryWatcher  # watchdog: only a watching manager needs it
+
             self._watcher = MemoryWatcher(
                 self.workspace,
                 self._watch_roots(),

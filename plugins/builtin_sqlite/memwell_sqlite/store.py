@@ -7,17 +7,22 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from memwell import sqlite_errors
-from memwell.embeddings import Matrix, Vector
+from memwell.lazy_import import lazy_module
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import segment_for_index
 from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, chunk_terms
 
 from .driver import DriverInfo, connect
 from .faults import IndexDamagedError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from memwell.embeddings import Matrix, Vector
+else:
+    np = lazy_module("numpy")
 
 META_KEY = "memwell_index_meta_v1"
 FTS_DAMAGED = "FTS table damaged"

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from memwell.blas import single_blas_thread
-from memwell.embeddings import Matrix, Vector
+from memwell.lazy_import import lazy_module
 
 from .store import IndexStore
+
+if TYPE_CHECKING:
+    import numpy as np
+    from memwell.embeddings import Matrix, Vector
+else:
+    np = lazy_module("numpy")
 
 #: Extra candidates rescored exactly beyond ``limit`` (the product's rounding is ~1e-5).
 RESCORE_MARGIN = 32
@@ -45,8 +50,8 @@ class VectorIndex:
         self.engine = engine
         self._lock = threading.Lock()
         self._key: tuple[Any, ...] | None = None
-        self._rowids: np.ndarray[Any, Any] = np.zeros(0, dtype=np.int64)
-        self._matrix: Matrix = np.zeros((0, 0), dtype=np.float32)
+        self._loaded: tuple[np.ndarray[Any, Any], Matrix] | None = None
+        """(rowids, matrix) for :attr:`_key`; ``None`` until the first search."""
 
     def active_engine(self, store: IndexStore) -> str:
         if self.engine == "sqlite-vec" and store.vec_dims is not None:
@@ -57,10 +62,10 @@ class VectorIndex:
         version = store.conn.execute("PRAGMA data_version").fetchone()[0]
         key = (str(store.path), version, generation, model)
         with self._lock:
-            if key != self._key:
-                self._rowids, self._matrix = store.load_vectors(model)
+            if key != self._key or self._loaded is None:
+                self._loaded = store.load_vectors(model)
                 self._key = key
-            return self._rowids, self._matrix
+            return self._loaded
 
     def search(
         self, store: IndexStore, model: str, query: Vector, limit: int, generation: int
@@ -103,5 +108,4 @@ class VectorIndex:
     def invalidate(self) -> None:
         with self._lock:
             self._key = None
-            self._rowids = np.zeros(0, dtype=np.int64)
-            self._matrix = np.zeros((0, 0), dtype=np.float32)
+            self._loaded = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
+import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -125,6 +127,46 @@ def numpy_bert_dims(model_dir: Path) -> int | None:
     return int(found[0]["hidden_size"]) if found is not None else None
 
 
+#: safetensors dtype names NumPy reads directly (little-endian).
+_SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8", "I32": "<i4"}
+
+
+def mapped_safetensors(path: Path) -> dict[str, Array] | None:
+    """The tensors of a safetensors file as read-only arrays over one memory map: nothing is
+    read or copied up front (a query touches a dozen rows of the 47 MB word-embedding table);
+    ``None`` when a tensor has a dtype NumPy cannot view (bfloat16)."""
+    with path.open("rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    (length,) = struct.unpack("<Q", mapped[:8])
+    header = json.loads(mapped[8 : 8 + length])
+    tensors: dict[str, Array] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        code = _SAFETENSORS_DTYPES.get(info["dtype"])
+        if code is None:
+            return None
+        dtype = np.dtype(code)
+        start, end = info["data_offsets"]
+        array = np.frombuffer(
+            mapped, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + length + start
+        )
+        tensors[name] = array.reshape(info["shape"])
+    return tensors
+
+
+def _prepared(weights: dict[str, Array], layers: int) -> dict[str, Array]:
+    """float32 weights, with each layer's query, key and value projections fused into one
+    (``attention.self.qkv``): one product of a query's dozen rows instead of three."""
+    out = {k: v if v.dtype == np.float32 else v.astype(np.float32) for k, v in weights.items()}
+    for i in range(layers):
+        prefix = f"encoder.layer.{i}.attention.self"
+        parts = [f"{prefix}.{m}" for m in ("query", "key", "value")]
+        for kind in ("weight", "bias"):
+            out[f"{prefix}.qkv.{kind}"] = np.concatenate([out.pop(f"{p}.{kind}") for p in parts])
+    return out
+
+
 class NumpyBertEncoder:
     """Embeds texts exactly as sentence-transformers does for a BERT + mean-pooling model."""
 
@@ -137,7 +179,7 @@ class NumpyBertEncoder:
         lowercase: bool = False,
     ) -> None:
         self._lowercase = lowercase
-        self._w = weights
+        self._w = _prepared(weights, int(config["num_hidden_layers"]))
         self._tokenizer = tokenizer
         self._layers = int(config["num_hidden_layers"])
         self._heads = int(config["num_attention_heads"])
@@ -154,12 +196,13 @@ class NumpyBertEncoder:
             return None
         config, normalize = found
         try:
-            from safetensors.numpy import load_file
             from tokenizers import Tokenizer
         except ImportError:
             return None
-        raw = load_file(str(model_dir / "model.safetensors"))
-        weights = {k.removeprefix("bert."): v.astype(np.float32) for k, v in raw.items()}
+        raw = mapped_safetensors(model_dir / "model.safetensors")
+        if raw is None:
+            return None
+        weights = {k.removeprefix("bert."): v for k, v in raw.items()}
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.no_padding()
         limit = min(max_seq_length, int(config.get("max_position_embeddings", 512)))
@@ -167,7 +210,11 @@ class NumpyBertEncoder:
         return cls(weights, tokenizer, config, normalize, _lowercases(model_dir))
 
     def _dense(self, x: Array, name: str) -> Array:
-        out: Array = x @ self._w[f"{name}.weight"].T + self._w[f"{name}.bias"]
+        # W @ x.T multiplies the stored (out, in) matrix as it is: against its transposed
+        # view (x @ W.T) BLAS took 1.5x as long for a query's dozen rows (measured here:
+        # 409 against 279 us for 12 x 384 by 384 x 1536), and no transposed copy is made.
+        out: Array = (self._w[f"{name}.weight"] @ x.T).T
+        out += self._w[f"{name}.bias"]
         return out
 
     def _norm(self, x: Array, name: str) -> Array:
@@ -178,7 +225,8 @@ class NumpyBertEncoder:
         hidden = x.shape[1]
         head = hidden // self._heads
         scale = np.float32(1.0 / math.sqrt(head))
-        q, k, v = (self._dense(x, f"{layer}.attention.self.{m}") for m in ("query", "key", "value"))
+        qkv = self._dense(x, f"{layer}.attention.self.qkv")
+        q, k, v = qkv[:, :hidden], qkv[:, hidden : 2 * hidden], qkv[:, 2 * hidden :]
         context = np.empty_like(x)
         start = 0
         for n in lengths:
