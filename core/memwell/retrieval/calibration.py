@@ -27,9 +27,14 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # only calibrate() needs it: keyword-only searches never do
 
 #: (question, the note that answers it); topics differ pairwise, so cross pairs are unrelated.
 PROBE_PAIRS: tuple[tuple[str, str], ...] = (
