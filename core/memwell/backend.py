@@ -22,6 +22,7 @@ Subclasses implement :meth:`~MemoryBackend._sync`, :meth:`~MemoryBackend._search
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from abc import abstractmethod
@@ -35,6 +36,7 @@ from .descriptors import BackendContext
 from .errors import BackendUnavailableError
 from .manager import BaseMemoryManager, ProgressCallback
 from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
+from .retrieval.calibration import Calibration, calibrate
 from .retrieval.candidate import Candidate
 from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown
 from .retrieval.limits import enforce_input_limit
@@ -45,6 +47,8 @@ from .sources.discovery import list_memory_files, read_source_file, stat_source_
 from .sources.paths import read_memory_file
 from .sources.sessions import readable_sessions_dir
 from .sync_gate import SyncGate
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .embeddings import Vector
@@ -136,6 +140,8 @@ class MemoryBackend(BaseMemoryManager):
         self.snippet_chars = DEFAULT_SNIPPET_LIMIT
         self._lock = threading.RLock()
         self._gate = SyncGate()
+        self._calibrated = False
+        self._calibration: Calibration | None = None
         self.sync_sources: frozenset[str] | None = None
         """While :meth:`_sync` runs: the only sources it needs to scan (``{"sessions"}`` for
         a session-delta sync, :data:`~memwell.curation.session_delta.SESSIONS_ONLY_REASONS`),
@@ -261,7 +267,8 @@ class MemoryBackend(BaseMemoryManager):
         keyword: Sequence[Candidate],
         request: SearchRequest,
     ) -> list[Candidate]:
-        """Hybrid ranking: fusion, decay, sort, MMR, then the strict-then-relaxed floor."""
+        """Hybrid ranking: fusion, decay, sort, MMR, then the floor; scores are calibrated
+        for the provider (:meth:`score_calibration`), as the builtin backend's are."""
         return fuse_hybrid(
             vector,
             keyword,
@@ -269,7 +276,25 @@ class MemoryBackend(BaseMemoryManager):
             min_score=request.min_score,
             max_results=request.limit,
             mtime_of=self.mtime_of,
+            calibration=self.score_calibration() if vector else None,
         )
+
+    def score_calibration(self) -> Calibration | None:
+        """The provider's score calibration (:mod:`memwell.retrieval.calibration`), measured
+        once per manager on the shipped probe pairs; ``None`` (uncalibrated cosines, said in
+        the log) when the model gives no usable scale or the measurement fails."""
+        with self._lock:
+            if not self._calibrated:
+                self._calibrated = True
+                try:
+                    self._calibration = calibrate(
+                        self.runtime.embed_queries, self.runtime.embed_documents
+                    )
+                except Exception as exc:
+                    log.warning("memwell: score calibration failed (%s); raw cosines", exc)
+                if self._calibration is None:
+                    log.info("memwell: %s scores are uncalibrated cosines", self.name)
+            return self._calibration
 
     def check_open(self) -> None:
         """Raise :class:`BackendUnavailableError` once the manager is closed."""

@@ -266,7 +266,10 @@ def test_promote_appends_once_not_twice(open_ws: OpenFn, tmp_path: Path) -> None
 
 def test_promote_cli_dry_run_prints_every_component(open_ws: OpenFn, tmp_path: Path) -> None:
     ws = _daily_workspace(tmp_path / "ws")
-    _scripted_history(open_ws, ws)
+    memory = _scripted_history(open_ws, ws)
+    # The CLI is another reader of the sidecar: wait for this process's queued recordings.
+    assert isinstance(memory, RecallCachedManager) and memory.tracker is not None
+    assert memory.tracker.flush()
     (ws / "memwell.toml").write_text("[promotion]\nmin_score = 0.0\n")
     runner = CliRunner()
     args = ["-w", str(ws), "--provider", "none", "promote", "--dry-run"]
