@@ -34,7 +34,7 @@ from .config import HybridSettings
 from .curation.session_delta import SESSIONS_ONLY_REASONS
 from .descriptors import BackendContext
 from .errors import BackendUnavailableError
-from .manager import BaseMemoryManager, ProgressCallback
+from .manager import BaseMemoryManager, BatchSearchMixin, ProgressCallback
 from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
 from .retrieval.calibration import Calibration, calibrate
 from .retrieval.candidate import Candidate
@@ -112,7 +112,7 @@ class ScannedFile:
     chunks: list[Chunk] | None
 
 
-class MemoryBackend(BaseMemoryManager):
+class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
     """Base class for backends; see the module docstring for what it owns.
 
     :cvar name: the backend name shown in ``status()``.
@@ -385,24 +385,6 @@ class MemoryBackend(BaseMemoryManager):
             raise
         finally:
             self.sync_sources = None
-
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        """Search after the shared preamble; citations follow ``settings.citations``."""
-        return self.search_many(
-            [query],
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )[0]
 
     def search_many(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -148,6 +149,40 @@ class BaseMemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class BatchSearchMixin:
+    """``search`` as a batch of one: a manager whose :meth:`search_many` does the work."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]:
+        """:meth:`search_many` of ``[query]``."""
+        return self.search_many(
+            [query],
+            max_results=max_results,
+            min_score=min_score,
+            session_key=session_key,
+            sources=sources,
+        )[0]
+
+    @abstractmethod
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """The results of each query, in order."""
 
 
 class DelegatingManager(BaseMemoryManager):

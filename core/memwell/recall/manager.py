@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import MemwellSettings
 from ..fallback import FallbackMemoryManager
-from ..manager import DelegatingManager, MemorySearchManager
+from ..manager import BatchSearchMixin, DelegatingManager, MemorySearchManager
 from ..models import (
     MemorySearchResult,
     MemoryStatus,
@@ -50,7 +50,7 @@ def normalise_query(query: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", query).split())
 
 
-class RecallCachedManager(DelegatingManager):
+class RecallCachedManager(BatchSearchMixin, DelegatingManager):
     """Serve ``inner`` through a :class:`~memwell.recall.store.RecallStore`.
 
     Attributes the wrapper does not define are read from ``inner``, so backend-specific
@@ -123,24 +123,6 @@ class RecallCachedManager(DelegatingManager):
             return "", [None] * len(texts)
 
     # -- search -----------------------------------------------------------------------------
-
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        """Search through the cache tiers (see the module docstring)."""
-        return self.search_many(
-            [query],
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )[0]
 
     def search_many(
         self,
