@@ -67,6 +67,28 @@ class RerankingManager(DelegatingManager):
         self.settings = settings
         self.last_error: str | None = None
 
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """Each query reranked (a batch must not reach the backend's ``search_many`` past
+        this stage); the reranker scores one query's hits at a time anyway."""
+        return [
+            self.search(
+                q,
+                max_results=max_results,
+                min_score=min_score,
+                session_key=session_key,
+                sources=sources,
+            )
+            for q in queries
+        ]
+
     def search(
         self,
         query: str,

@@ -16,6 +16,7 @@ from memwell.hookspecs import hookimpl
 from memwell.models import MemorySearchResult
 from memwell.plugins import PluginRegistry
 from memwell.recall.manager import unwrap
+from memwell.recall.protocols import search_many
 from memwell.rerank import RerankingManager
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
@@ -50,6 +51,11 @@ class FixedManager:
         self.asked = options
         return list(self.hits)
 
+    def search_many(
+        self, queries: Sequence[str], **options: object
+    ) -> list[list[MemorySearchResult]]:
+        return [self.search(query, **options) for query in queries]
+
 
 def hit(path: str, score: float, snippet: str) -> MemorySearchResult:
     return MemorySearchResult(
@@ -76,6 +82,15 @@ def test_hits_come_back_in_the_rerankers_order_with_its_scores() -> None:
     assert [h.path for h in found] == ["b.md", "c.md"]
     assert found[0].score == pytest.approx(0.4)
     assert inner.asked["max_results"] == 30 and inner.asked["min_score"] == 0.0
+
+
+def test_a_batch_is_reranked_like_single_searches() -> None:
+    manager, _ = reranking(WordOverlap())
+    queries = ["when does the release ship", "cats sleep"]
+    batch = search_many(manager, queries, max_results=2, min_score=0.0)  # type: ignore[arg-type]
+    assert batch == [manager.search(q, max_results=2, min_score=0.0) for q in queries]
+    assert [h.path for h in batch[0]] == ["b.md", "c.md"]  # the reranker's order and scores
+    assert [h.score for h in batch[1]][:1] == [1.0]  # the backend said 0.9
 
 
 def test_the_floor_applies_to_the_rerankers_scores() -> None:
