@@ -20,7 +20,6 @@ import json
 import re
 import struct
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -118,6 +117,11 @@ class FakeEmbeddingServer:
         self.generations: deque[str] = deque()
         self._lock = threading.Lock()
         self._counter = 0
+        #: Set on exit: a slow reply still waiting answers at once instead of holding shutdown.
+        self._released = threading.Event()
+        #: Slow replies that waited out their whole delay (a client that times out first
+        #: leaves this at 0).
+        self.delays_served = 0
         self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -130,6 +134,7 @@ class FakeEmbeddingServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -160,8 +165,9 @@ class FakeEmbeddingServer:
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> _Response:
         self.requests.append(Recorded(method, path, headers, body))
         reply = self.replies.popleft() if self.replies else Reply()
-        if reply.delay:
-            time.sleep(reply.delay)
+        if reply.delay and not self._released.wait(reply.delay):
+            with self._lock:
+                self.delays_served += 1
         if reply.status != 200 or reply.body is not None:
             return _Response(reply.status, reply.body or b"", reply.content_type)
         dims = reply.dims or self.dims

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -218,16 +217,15 @@ def test_timeouts_are_retried_then_fail(
     server: FakeEmbeddingServer, pid: str, tmp_path: Path
 ) -> None:
     runtime, delays = h.runtime_for(server, pid, tmp_path, remote={"timeout_seconds": 0.2})
-    server.push(*[Reply.slow(0.6)] * 4)
+    server.push(*[Reply.slow(30)] * 4)
 
-    started = time.monotonic()
     with pytest.raises(ProviderError, match="timed out") as info:
         runtime.embed_query("hello")
 
     assert info.value.retryable
     assert len(delays) == 3
     assert len(embed_calls(server, pid)) == 4
-    assert time.monotonic() - started < 2.4  # four client timeouts, never a server wait
+    assert server.delays_served == 0  # four client timeouts, never a wait for the server
 
 
 @providers
