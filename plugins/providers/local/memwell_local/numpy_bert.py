@@ -5,9 +5,9 @@ A plain NumPy forward pass over the same safetensors weights (all-MiniLM-L6-v2: 
 wide) embeds a query in milliseconds after a 0.1 s import, and documents in batches: texts
 are sorted by length and packed into one matrix of tokens (no padding), so the dense layers
 run as large matrix products and attention runs per text. A query's dozen tokens run on
-query-blocked copies of the weights instead (see :func:`query_blocks`). It applies only to the layout it
-was written for (a ``bert`` encoder with absolute positions and GELU, mean pooling, optional
-normalisation); anything else uses sentence-transformers (memwell-local's ``torch`` extra).
+query-blocked copies of the weights instead (see :func:`query_blocks`). It applies only to
+the layout it was written for (a ``bert`` encoder with absolute positions and GELU, mean
+pooling, optional normalisation); anything else uses sentence-transformers (memwell-local's ``torch`` extra).
 """
 
 from __future__ import annotations
