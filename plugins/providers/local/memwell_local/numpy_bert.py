@@ -7,7 +7,8 @@ are sorted by length and packed into one matrix of tokens (no padding), so the d
 run as large matrix products and attention runs per text. A query's dozen tokens run on
 query-blocked copies of the weights instead (see :func:`query_blocks`). It applies only to
 the layout it was written for (a ``bert`` encoder with absolute positions and GELU, mean
-pooling, optional normalisation); anything else uses sentence-transformers (memwell-local's ``torch`` extra).
+pooling, optional normalisation); anything else uses sentence-transformers (memwell-local's
+``torch`` extra).
 """
 
 from __future__ import annotations
