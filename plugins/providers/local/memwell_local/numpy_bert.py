@@ -183,9 +183,9 @@ def query_blocks(weight: Array) -> Array | None:
 
     ``x @ blocks`` is then a stack of small products that BLAS runs without repacking the
     weights: for a query (a dozen rows) the stored ``(out, in)`` layout spends most of its time
-    packing 42 MB of weights per query. The sums run in the same order, so the results are
-    bitwise those of the stored layout. ``None`` when ``out`` is not a multiple of
-    :data:`BLOCK`.
+    packing 42 MB of weights per query. The results match the stored layout's to rounding
+    (measured: bitwise for MiniLM's 384-wide inputs, a whole vector within 3e-7). ``None``
+    when ``out`` is not a multiple of :data:`BLOCK`.
     """
     rows, cols = weight.shape
     if rows % BLOCK:
