@@ -6,6 +6,7 @@ import json
 import math
 import multiprocessing
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
 from memwell.config import MemwellSettings, PromotionSettings
+from memwell.curation import tracking
 from memwell.curation.promotion import promote, rank_candidates
 from memwell.curation.tracking import RecallTracker, query_hash
 from memwell.manager import MemorySearchManager
@@ -151,6 +153,27 @@ def test_concurrent_processes_lose_no_recall(tmp_path: Path) -> None:
     assert entry.recall_count == 75
     assert entry.total_score == pytest.approx(37.5)
     assert len(entry.query_hashes) == 3
+
+
+def test_back_to_back_recordings_wait_for_a_quiet_queue_and_flush_writes_them_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer holds recordings while searches keep coming (so it never competes with
+    them for the cores), and a flush writes them without waiting for the quiet period."""
+    monkeypatch.setattr(tracking, "QUIET_SECONDS", 30.0)
+    monkeypatch.setattr(tracking, "MAX_DELAY_SECONDS", 60.0)
+    path = tmp_path / "idx" / "recall-tracking.sqlite"
+    tracker = RecallTracker(path)
+    hit = MemorySearchResult(path="memory/a.md", start_line=1, end_line=3, score=0.5, snippet="x")
+    for i in range(3):
+        tracker.record_search(f"query {i}", [hit])
+    assert tracker._pending == 3  # held: the queue has not been quiet for 30 s
+    started = time.monotonic()
+    assert tracker.flush(timeout=20)
+    assert time.monotonic() - started < 20  # written at once, not after the quiet period
+    (entry,) = tracker.entries()
+    assert entry.recall_count == 3 and len(entry.query_hashes) == 3
+    tracker.close()
 
 
 # -- promotion: a scripted recall history ranks exactly as the formula says -----------------

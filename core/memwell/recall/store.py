@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import RecallCacheSettings
 from ..lazy_import import lazy_module
@@ -52,6 +52,20 @@ class _Entry:
     size: int
 
 
+@dataclass(frozen=True)
+class _Stack:
+    """The vectors of the entries with one options key and vector space, stacked once for
+    every semantic lookup until an entry is added or dropped."""
+
+    changes: int
+    options: str
+    space: str
+    shape: tuple[int, ...]
+    keys: list[tuple[str, str]]
+    created: np.ndarray[Any, np.dtype[np.float64]]
+    matrix: np.ndarray[Any, np.dtype[np.float32]] | None
+
+
 class RecallStore:
     """Thread-safe tiered entries; ``clock`` (seconds, monotonic) is injectable for tests."""
 
@@ -66,6 +80,8 @@ class RecallStore:
         self.semantic_stats = RecallTierStatus()
         self.evictions = 0
         self.invalidations = 0
+        self._changes = 0  # bumped whenever entries are added or dropped
+        self._stack: _Stack | None = None
 
     @property
     def entries(self) -> int:
@@ -81,6 +97,7 @@ class RecallStore:
             return
         if self._version is not None:
             self.invalidations += 1
+        self._changes += 1
         self._entries.clear()
         self._bytes = 0
         self._version = version
@@ -105,33 +122,47 @@ class RecallStore:
         ``None``."""
         with self._lock:
             self._use_version(version)
-            now = self.clock()
-            ttl = self.settings.semantic_ttl_seconds
-            keys: list[tuple[str, str]] = []
-            rows: list[Vector] = []
-            for key, e in self._entries.items():
-                if (
-                    e.options == options
-                    and e.space == space
-                    and e.vector is not None
-                    and e.vector.shape == vector.shape
-                    and now - e.created < ttl
-                ):
-                    keys.append(key)
-                    rows.append(e.vector)
+            stack = self._stacked(options, space, vector.shape)
             best: tuple[str, str] | None = None
-            if keys:
-                matrix = np.vstack(rows)
-                scores = matrix @ vector
+            if stack.matrix is not None:
+                scores = stack.matrix @ vector
+                expired = self.clock() - stack.created >= self.settings.semantic_ttl_seconds
+                scores[expired] = -np.inf
                 top = int(np.argmax(scores))
                 if float(scores[top]) >= self.settings.semantic_threshold:
-                    best = keys[top]
+                    best = stack.keys[top]
             if best is None:
                 self.semantic_stats.misses += 1
                 return None
             self._entries.move_to_end(best)
             self.semantic_stats.hits += 1
             return list(self._entries[best].results)
+
+    def _stacked(self, options: str, space: str, shape: tuple[int, ...]) -> _Stack:
+        """The stacked vectors of the entries a semantic lookup compares (hold the lock)."""
+        stack = self._stack
+        if stack is not None and (stack.changes, stack.options, stack.space, stack.shape) == (
+            self._changes,
+            options,
+            space,
+            shape,
+        ):
+            return stack
+        found = [
+            (key, e.created, e.vector)
+            for key, e in self._entries.items()
+            if e.options == options
+            and e.space == space
+            and e.vector is not None
+            and e.vector.shape == shape
+        ]
+        matrix = np.vstack([v for _, _, v in found]) if found else None
+        created = np.array([c for _, c, _ in found], dtype=np.float64)
+        stack = _Stack(
+            self._changes, options, space, shape, [k for k, _, _ in found], created, matrix
+        )
+        self._stack = stack
+        return stack
 
     def put(
         self,
@@ -155,6 +186,7 @@ class RecallStore:
             if old is not None:
                 self._bytes -= old.size
             self._entries[(options, query)] = entry
+            self._changes += 1
             self._bytes += size
             self._evict()
 
@@ -165,9 +197,11 @@ class RecallStore:
         )
         for key in [k for k, e in self._entries.items() if e.created <= horizon]:
             self._bytes -= self._entries.pop(key).size
+            self._changes += 1
         while self._entries and (
             len(self._entries) > self.settings.max_entries or self._bytes > self.settings.max_bytes
         ):
             _, dropped = self._entries.popitem(last=False)
             self._bytes -= dropped.size
+            self._changes += 1
             self.evictions += 1
