@@ -53,7 +53,7 @@ class LazyPattern:
         for name in dir(compiled):
             if not name.startswith("_"):
                 self.__dict__[name] = getattr(compiled, name)
-        self.__class__ = CompiledPattern
+        object.__setattr__(self, "__class__", CompiledPattern)
         return getattr(compiled, attr)
 
 
