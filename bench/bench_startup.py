@@ -9,8 +9,8 @@ time, and the CPU time of the process, which a loaded machine inflates far less 
 is for wall time on an idle machine). ``--keep DIR`` builds the indexed workspaces in DIR
 once and reuses them (indexing 1,000 files with the model takes minutes on 2 cores).
 ``--baseline TREE`` (an exported checkout, e.g. ``git archive main | tar -x -C TREE``) runs
-every command alternately with TREE's core and first-party plugins first on ``PYTHONPATH``,
-so both sides see the same load.
+every command alternately with TREE's core and first-party plugins first on ``PYTHONPATH``
+and with this checkout's the same way, so both sides see the same load and the same path.
 
     python bench/bench_startup.py [--files 1000] [--hybrid-files 1000] [--runs 7] [--keep DIR]
         [--baseline TREE]
@@ -46,10 +46,16 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def baseline_env(tree: Path) -> dict[str, str]:
-    """The environment that imports memwell and its first-party plugins from ``tree``."""
+def tree_env(tree: Path, cache: Path) -> dict[str, str]:
+    """The environment that imports memwell and its first-party plugins from ``tree``, with
+    its own cache directory: a plugin index shared by two trees would be invalidated by
+    every alternation (its records hold the stats of the plugins' files)."""
     roots = [tree / "core", *sorted(p.parent for p in tree.glob("plugins/**/pyproject.toml"))]
-    return {**ENV, "PYTHONPATH": os.pathsep.join(str(r) for r in roots)}
+    return {
+        **ENV,
+        "PYTHONPATH": os.pathsep.join(str(r) for r in roots),
+        "XDG_CACHE_HOME": str(cache),
+    }
 
 
 def timed(args: list[str], runs: int, envs: list[dict[str, str]]) -> list[tuple[float, float]]:
@@ -89,9 +95,18 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="A checkout to compare with, same run.")
     args = parser.parse_args()
     ENV.setdefault("HF_HUB_OFFLINE", "1")
-    envs = [ENV] if args.baseline is None else [baseline_env(args.baseline), ENV]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     root = args.keep or Path(tempfile.mkdtemp(prefix="memwell-startup-"))
+    # With a baseline, this checkout runs from PYTHONPATH too: both sides search the same
+    # number of directories for every import.
+    envs = (
+        [ENV]
+        if args.baseline is None
+        else [
+            tree_env(args.baseline, root / "cache-baseline"),
+            tree_env(Path(__file__).resolve().parents[1], root / "cache-this"),
+        ]
+    )
     started = time.strftime("%Y-%m-%d %H:%M")
     load_before = os.getloadavg()
     try:

@@ -10,13 +10,19 @@ import costs as much as the search. They bind NumPy as a :func:`lazy_module` ins
         np = lazy_module("numpy")
 
 and the first attribute read imports it. Type checkers see the real module.
+
+Regular expressions are the same kind of cost: a character class over the CJK blocks takes
+milliseconds to compile, and the modules a search passes through hold dozens of them that only
+indexing, redaction or a CJK query uses. Those modules bind them with :func:`lazy_pattern`,
+which compiles on first use.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import types
-from typing import Any
+from typing import Any, cast
 
 
 class LazyModule(types.ModuleType):
@@ -32,3 +38,31 @@ class LazyModule(types.ModuleType):
 def lazy_module(name: str) -> Any:
     """A stand-in for ``import name`` that imports on the first attribute read."""
     return LazyModule(name)
+
+
+class LazyPattern:
+    """Stands for ``re.compile(pattern, flags)`` until an attribute is read, then holds the
+    compiled pattern's attributes and becomes a :class:`CompiledPattern` (later reads are
+    plain attribute reads, without this class's ``__getattr__`` hook)."""
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = re.compile(*self._source)
+        for name in dir(compiled):
+            if not name.startswith("_"):
+                self.__dict__[name] = getattr(compiled, name)
+        object.__setattr__(self, "__class__", CompiledPattern)
+        return getattr(compiled, attr)
+
+
+class CompiledPattern:
+    """A :class:`LazyPattern` after its first use: the compiled pattern's attributes."""
+
+
+def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A stand-in for ``re.compile(pattern, flags)`` that compiles on first use; type checkers
+    see a :class:`re.Pattern` (use its methods and attributes; it is not a ``re.Pattern``
+    instance for ``isinstance`` or the ``re`` module's functions)."""
+    return cast("re.Pattern[str]", LazyPattern(pattern, flags))

@@ -52,9 +52,10 @@ def entry_point_key(ep: EntryPointLike) -> str | None:
     if not isinstance(value, str):
         return None
     dist = getattr(ep, "dist", None)
-    name = dist.metadata["Name"] if dist is not None else ""
-    version = dist.version if dist is not None else ""
-    return f"{ep.name}={value}@{name} {version}"
+    if dist is None:
+        return f"{ep.name}={value}@ "
+    meta = dist.metadata  # parsed once for both fields
+    return f"{ep.name}={value}@{meta['Name']} {meta['Version']}"
 
 
 def _stat(path: str) -> list[int] | None:

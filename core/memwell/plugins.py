@@ -154,10 +154,11 @@ class PluginRegistry:
         allowed = allowed_plugins()
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
+            meta = dist.metadata if dist is not None else None  # parsed once for both fields
             info = PluginInfo(
                 name=ep.name,
-                distribution=dist.metadata["Name"] if dist is not None else None,
-                version=dist.version if dist is not None else None,
+                distribution=meta["Name"] if meta is not None else None,
+                version=meta["Version"] if meta is not None else None,
             )
             self._infos[ep.name] = info
             if allowed is not None and ep.name not in allowed:

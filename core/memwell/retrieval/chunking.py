@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
+
+from memwell.lazy_import import lazy_pattern
 
 CHUNKER_VERSION = 2
 """Bumped whenever the same content and settings give different chunks; backends keep it in
@@ -28,14 +29,14 @@ CHARS_PER_TOKEN = 4
 """Characters per token in the budget estimate."""
 
 _MIN_MAX_CHARS = 32
-_NON_LATIN = re.compile(
+_NON_LATIN = lazy_pattern(
     "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
 )
 _BMP_LIMIT = 0xFFFF
 # Cut points inside an over-long line: after a sentence's end (Latin punctuation followed by
 # whitespace, or CJK full stops), and, failing that, after each run of whitespace.
-_SENTENCE_END = re.compile(r"[.!?;:][\"')\]]*\s+|[\u3002\uff01\uff1f\uff1b]\s*")
-_WORD_END = re.compile(r"(?<=\s)(?=\S)")
+_SENTENCE_END = lazy_pattern(r"[.!?;:][\"')\]]*\s+|[\u3002\uff01\uff1f\uff1b]\s*")
+_WORD_END = lazy_pattern(r"(?<=\s)(?=\S)")
 
 
 def sha256_hex(text: str) -> str:

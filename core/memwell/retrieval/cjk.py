@@ -15,6 +15,8 @@ from __future__ import annotations
 import operator
 import re
 
+from memwell.lazy_import import lazy_pattern
+
 HAN_CLASS = (
     "\u3005-\u3007"  # 々 〆 〇
     "\u3400-\u4dbf"  # Extension A
@@ -39,8 +41,8 @@ HANGUL_CLASS = (
 )
 CJK_CLASS = HAN_CLASS + HIRAGANA_CLASS + KATAKANA_CLASS + HANGUL_CLASS
 
-_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_CJK_CHAR = lazy_pattern(f"[{CJK_CLASS}]")
+_CJK_RUN = lazy_pattern(f"[{CJK_CLASS}]+")
 
 
 def is_cjk_char(ch: str) -> bool:

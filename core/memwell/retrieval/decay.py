@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date, datetime, timezone
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
 
 # A dated note anywhere under ``memory/``: ``YYYY-MM-DD.md``, ``YYYY-MM-DD-<slug>.md`` (session
 # notes) or ``<subdir>/YYYY-MM-DD<anything>.md``; a digit right after the date is not a date.
-_DATED_MEMORY_PATH = re.compile(
+_DATED_MEMORY_PATH = lazy_pattern(
     r"(?:^|/)memory/(?:[^/]+/)*([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[^0-9/][^/]*)?\.md$"
 )
 _EVERGREEN_ROOT_FILES = frozenset({"MEMORY.md", "memory.md"})

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
@@ -23,7 +23,7 @@ and FTS5's cost for a phrase grows with its number of trigrams."""
 
 _JOINERS = {"or": " OR ", "and": " AND "}
 _TOKENIZERS = ("unicode61", "trigram")
-_CJK_OR_OTHER = re.compile(f"([{CJK_CLASS}]+)|[^{CJK_CLASS}]+")
+_CJK_OR_OTHER = lazy_pattern(f"([{CJK_CLASS}]+)|[^{CJK_CLASS}]+")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ def _word_terms(query: str) -> list[str]:
     """Tokens with CJK runs replaced by their query n-grams (see :mod:`memwell.retrieval.cjk`)."""
     terms: list[str] = []
     for token in tokenize(query):
+        if token.isascii():  # no CJK run: skips compiling the CJK class for an ASCII query
+            terms.append(token)
+            continue
         for piece in _CJK_OR_OTHER.finditer(token):
             terms.extend(segment_query_terms(piece.group()) if piece.group(1) else [piece.group()])
     return _searchable(terms)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.cjk import (
     CJK_CLASS,
     HAN_CLASS,
@@ -22,19 +22,19 @@ from memwell.retrieval.stopwords import ALL_STOPWORDS, STOPWORDS_KO
 # code point). Combining marks (M*) are *not* word characters, as in the reference; FTS5
 # ``unicode61`` splits on most of them too, but strips Latin diacritics (U+0300..) and joins the
 # word, which is why :func:`tokenize` composes them first (NFC).
-TOKEN_RE = re.compile(r"\w+")
+TOKEN_RE = lazy_pattern(r"\w+")
 
-_KANA = re.compile(f"[{HIRAGANA_CLASS}{KATAKANA_CLASS}]")
-_HAN = re.compile(f"[{HAN_CLASS}]")
-_HANGUL = re.compile(f"[{HANGUL_CLASS}]")
-_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7af]")
-_ASCII_WORD = re.compile("[a-z0-9_]+")
+_KANA = lazy_pattern(f"[{HIRAGANA_CLASS}{KATAKANA_CLASS}]")
+_HAN = lazy_pattern(f"[{HAN_CLASS}]")
+_HANGUL = lazy_pattern(f"[{HANGUL_CLASS}]")
+_HANGUL_SYLLABLE = lazy_pattern("[\uac00-\ud7af]")
+_ASCII_WORD = lazy_pattern("[a-z0-9_]+")
 # Japanese segment parts: a non-CJK word, a katakana run, a kanji run (group 1), or a run of at
 # least two hiragana (single hiragana are particles).
-_JA_PART = re.compile(
+_JA_PART = lazy_pattern(
     f"[^\\W{CJK_CLASS}]+|[{KATAKANA_CLASS}]+|([{HAN_CLASS}]+)|[{HIRAGANA_CLASS}]{{2,}}"
 )
-_HAN_BLOCKS = re.compile(f"[{HAN_CLASS}]+|[^{HAN_CLASS}]+")
+_HAN_BLOCKS = lazy_pattern(f"[{HAN_CLASS}]+|[^{HAN_CLASS}]+")
 # Korean trailing particles, longest first so that "에서" wins over a shorter match.
 _KO_PARTICLES = sorted(
     [
@@ -119,7 +119,9 @@ def _korean_tokens(segment: str) -> Iterator[str]:
 
 
 def _segment_tokens(segment: str, trigram: bool) -> Iterator[str]:
-    if _KANA.search(segment):
+    if segment.isascii():  # no CJK: skips compiling the CJK classes for an ASCII query
+        yield segment
+    elif _KANA.search(segment):
         yield from _japanese_tokens(segment, trigram)
     elif _HAN.search(segment):
         yield from _han_tokens(segment, trigram)

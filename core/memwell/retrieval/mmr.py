@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from itertools import pairwise
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.hybrid import clamp01
 
-_ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
-_CJK_CHAR = re.compile(
+_ASCII_TOKEN = lazy_pattern(r"[a-z0-9_]+")
+_CJK_CHAR = lazy_pattern(
     "[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff]"
 )
 

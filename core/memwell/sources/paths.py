@@ -13,7 +13,6 @@ last component must not be a symlink.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator, Sequence
 from itertools import islice
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memwell.errors import PathNotAllowedError
+from memwell.lazy_import import lazy_pattern
 from memwell.models import ReadFileResult
 from memwell.sources.discovery import (
     MEMORY_DIR,
@@ -41,7 +41,7 @@ from memwell.sources.sessions import (
 MAX_PATH_CHARS = 4096
 ROOT_READABLE_FILES = frozenset({"MEMORY.md", "memory.md", "DREAMS.md"})
 
-_LEADING_DOT_SLASH = re.compile(r"^(?:\./)+")
+_LEADING_DOT_SLASH = lazy_pattern(r"^(?:\./)+")
 
 
 def is_memory_path(rel: str) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.stopwords import STOPWORDS_EN
 
 _MIN_VISIBLE_LENGTH = 18
@@ -33,7 +34,7 @@ _MAX_PASSES = 8
 _WORD = "A-Za-z0-9_"
 _WORD_START = rf"(?<![{_WORD}])"
 _BEARER_CHARS = r"A-Za-z0-9._\-+="
-_MASKED = re.compile(rf"\*\*\*|.{{{_KEEP_START}}}{_ELLIPSIS}.{{{_KEEP_END}}}", re.DOTALL)
+_MASKED = lazy_pattern(rf"\*\*\*|.{{{_KEEP_START}}}{_ELLIPSIS}.{{{_KEEP_END}}}", re.DOTALL)
 
 
 _BASE64 = "A-Za-z0-9/+="
@@ -53,7 +54,7 @@ def _prefixed(prefix: str, body: str, min_len: int) -> str:
 
 
 _PATTERNS = tuple(
-    re.compile(pattern, re.IGNORECASE)
+    lazy_pattern(pattern, re.IGNORECASE)
     for pattern in (
         # Passwords in URLs (scheme://user:password@host) and connection strings
         # (ADO/ODBC "Password=...;", "Pwd=...", JDBC/URL "?password=...&").
@@ -97,8 +98,8 @@ _PATTERNS = tuple(
     )
 )
 
-_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
-_PEM_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
+_PEM_BEGIN = lazy_pattern(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
+_PEM_END = lazy_pattern(r"-----END [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
 
 
 def _mask(token: str) -> str:

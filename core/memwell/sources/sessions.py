@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memwell.lazy_import import lazy_pattern
 from memwell.sources.redact import redact
 
 _ARCHIVE_TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}(?:\.[0-9]{3})?Z"
-_TRANSCRIPT_NAME = re.compile(
+_TRANSCRIPT_NAME = lazy_pattern(
     rf".*\.jsonl(?:\.(?:reset|deleted)\.{_ARCHIVE_TIMESTAMP})?", re.DOTALL
 )
-_WHITESPACE = re.compile(r"\s+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_WHITESPACE = lazy_pattern(r"\s+")
+_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 _ROLE_LABELS = {"user": "User", "assistant": "Assistant"}
 _SECONDS_LIMIT = 1e11
 _MAX_EPOCH_MS = 8.64e15
