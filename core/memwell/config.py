@@ -75,6 +75,9 @@ class HybridSettings(_Strict):
     vector_weight: float = Field(0.7, ge=0.0, le=1.0)
     text_weight: float = Field(0.3, ge=0.0, le=1.0)
     candidate_multiplier: int = Field(4, ge=1, le=20)
+    #: Share of a chunk's vector score taken from its whole file's mean vector
+    #: (memwell.retrieval.file_similarity); 0 scores chunks alone.
+    file_weight: float = Field(0.0, ge=0.0, le=1.0)
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(60, ge=1)
     mmr: MmrSettings = Field(default_factory=MmrSettings)
