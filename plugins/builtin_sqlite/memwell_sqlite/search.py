@@ -232,7 +232,8 @@ class Searcher:
         ``vector_hits`` are the query's nearest chunks (:meth:`vector_limit` of them), or
         ``None`` when the query has no vector; ``calibration`` maps the final scores. With
         the ``query_vector`` and the index's ``model``, keyword hits outside the nearest chunks
-        fuse with their exact cosine (:meth:`exact_cosines`).
+        fuse with their exact cosine (:meth:`exact_cosines`) and, with ``file_weight``, every
+        cosine is blended with its file's (:meth:`with_file_similarity`).
         """
         cfg = self.settings.query.hybrid
         limit = candidate_count(max_results, cfg.candidate_multiplier)
