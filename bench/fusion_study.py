@@ -5,6 +5,8 @@ index), then::
 
     python bench/fusion_study.py --dataset ../shared/data/beir-scifact --split train
 
+(``--workdir`` when the eval was given one.)
+
 For every judged query this fetches the builtin backend's own keyword candidates (BM25 with
 its query builder) and the cosine of every chunk, then scores fusion variants offline and
 prints one table of nDCG@10 / Recall@100 at document level (best chunk wins). Tuning uses the
@@ -29,6 +31,9 @@ from memwell.factory import open_memory
 
 CANDIDATES = 200
 _DOCS: list[str] = []
+_MATRIX: list[Any] = []
+_FILE_COSINES: dict[int, np.ndarray[Any, Any]] = {}
+"""id(query) -> each chunk's file mean-vector cosine (memwell.retrieval.file_similarity)."""
 
 
 @dataclass
@@ -36,11 +41,14 @@ class QueryData:
     relevant: Mapping[str, int]
     keyword: list[tuple[int, float]]  # (chunk row index, raw BM25 magnitude), best first
     cosine: np.ndarray[Any, Any]  # cosine of every chunk
+    vector: np.ndarray[Any, Any]  # the query's unit vector
 
 
-def _collect(dataset_dir: Path, split: str) -> tuple[list[QueryData], list[str]]:
+def _collect(
+    dataset_dir: Path, split: str, workdir: Path | None
+) -> tuple[list[QueryData], list[str]]:
     dataset = load_dataset(dataset_dir, split)
-    workspace = _default_workdir(dataset_dir, "embedding")
+    workspace = workdir or _default_workdir(dataset_dir, "embedding")
     path_to_doc = write_corpus(dataset, workspace / "memory")
     overrides = {"sync": {"watch": False, "on_search": False}}
     settings = load_settings(workspace, overrides=overrides)
@@ -68,7 +76,8 @@ def _collect(dataset_dir: Path, split: str) -> tuple[list[QueryData], list[str]]
             if c.id in by_id
         ]
         vector = manager.runtime.embed_query(text)
-        data.append(QueryData(relevant, keyword, matrix @ vector))
+        data.append(QueryData(relevant, keyword, matrix @ vector, vector))
+    _MATRIX[:] = [np.array(matrix)]
     manager.close()
     return data, docs
 
@@ -137,6 +146,32 @@ def file_evidence(wv: float, gamma: float, vec_norm: str = "raw") -> Fusion:
     return fuse
 
 
+def _file_cosine_maps(data: list[QueryData], docs: list[str]) -> dict[int, np.ndarray[Any, Any]]:
+    names = sorted(set(docs))
+    index = {d: j for j, d in enumerate(names)}
+    chunk_file = np.array([index[d] for d in docs])
+    matrix = _MATRIX[0]
+    sums = np.zeros((len(names), matrix.shape[1]), dtype=np.float64)
+    np.add.at(sums, chunk_file, matrix.astype(np.float64))
+    means = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    return {id(q): (means @ q.vector)[chunk_file] for q in data}
+
+
+def file_mean(wv: float, file_weight: float) -> Fusion:
+    """Weighted fusion, cosines filled in, each chunk's cosine blended with its file's
+    mean-vector cosine (what ``query.hybrid.file_weight`` does)."""
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        kw = _relative(q.keyword)
+        blended = (1 - file_weight) * q.cosine + file_weight * _FILE_COSINES[id(q)]
+        vec = dict(_top_vector(q))
+        for i in kw:
+            vec.setdefault(i, float(q.cosine[i]))
+        return {i: wv * float(blended[i]) + (1 - wv) * kw.get(i, 0.0) for i in vec}
+
+    return fuse
+
+
 def rrf(wv: float, k: int = 60) -> Fusion:
     def fuse(q: QueryData) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -161,10 +196,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--split", default="train")
+    parser.add_argument("--workdir", type=Path, help="the eval's --workdir, if it had one")
     args = parser.parse_args()
     started = time.perf_counter()
-    data, docs = _collect(args.dataset, args.split)
+    data, docs = _collect(args.dataset, args.split, args.workdir)
     _DOCS[:] = docs
+    _FILE_COSINES.update(_file_cosine_maps(data, docs))
     took = time.perf_counter() - started
     print(f"{len(data)} queries, {len(docs)} chunks, collected in {took:.0f} s")
     variants: dict[str, Fusion] = {
@@ -187,6 +224,10 @@ def main() -> None:
             )
     for wv in (0.5, 0.7):
         variants[f"rrf {wv:.1f}"] = rrf(wv)
+    for wv, file_weight in ((0.7, 0.5), (0.7, 0.6), (0.7, 0.7), (0.75, 0.6), (0.75, 0.7)):
+        variants[f"weighted {wv:.2f}, filled, file weight {file_weight}"] = file_mean(
+            wv, file_weight
+        )
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")
     for name, fuse in variants.items():

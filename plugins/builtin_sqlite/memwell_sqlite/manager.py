@@ -466,8 +466,10 @@ class SqliteMemoryManager(MemoryBackend):
                 min_score=floor,
                 sources=sources,
                 calibration=calibration,
+                query_vector=row if has_vector else None,
+                model=model,
             )
-            for t, has_vector in zip(texts, nonzero, strict=True)
+            for t, row, has_vector in zip(texts, matrix, nonzero, strict=True)
         ]
 
     def _run_searches(

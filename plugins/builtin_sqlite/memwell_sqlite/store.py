@@ -13,6 +13,7 @@ from memwell import sqlite_errors
 from memwell.lazy_import import lazy_module
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import segment_for_index
+from memwell.retrieval.file_similarity import mean_vector
 from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, chunk_terms
 
 from .driver import DriverInfo, connect
@@ -470,6 +471,46 @@ class IndexStore:
             len(rows), -1
         )
         return rowids, matrix
+
+    def vectors_of(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
+        """The stored unit vectors of the chunks ``ids`` embedded with ``model``, by id (a
+        chunk without one is left out)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"SELECT id, embedding FROM chunks WHERE id IN ({marks}) AND model = ? "
+            "AND embedding IS NOT NULL",
+            (*ids, model),
+        )
+        return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
+
+    def file_vectors(
+        self, files: Iterable[tuple[str, str]], model: str
+    ) -> dict[tuple[str, str], Vector]:
+        """The mean vector (:func:`~memwell.retrieval.file_similarity.mean_vector`) of each
+        (path, source) in ``files`` over its chunks embedded with ``model``."""
+        wanted = set(files)
+        if not wanted:
+            return {}
+        paths = sorted({path for path, _ in wanted})
+        marks = ",".join("?" * len(paths))
+        rows = self.conn.execute(
+            f"SELECT path, source, embedding FROM chunks WHERE path IN ({marks}) AND model = ? "
+            "AND embedding IS NOT NULL",
+            (*paths, model),
+        )
+        blobs: dict[tuple[str, str], list[bytes]] = {}
+        for path, source, blob in rows:
+            if (path, source) in wanted:
+                blobs.setdefault((path, source), []).append(blob)
+        out: dict[tuple[str, str], Vector] = {}
+        for key, parts in blobs.items():
+            rows_of_file = np.frombuffer(b"".join(parts), dtype=np.float32)
+            mean = mean_vector(rows_of_file.reshape(len(parts), -1))
+            if mean is not None:
+                out[key] = mean
+        return out
 
     def vec_knn(self, vector: Vector, limit: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) via sqlite-vec's KNN."""
