@@ -597,7 +597,9 @@ def snapshot_memwell(dest: Path) -> tuple[str, str]:
     """Export the repo's HEAD to ``dest``; returns (commit, PYTHONPATH that loads memwell from it).
 
     The editable install follows the work tree, which other sessions may commit to during a
-    long run; the snapshot pins one commit. PYTHONPATH wins over the editable finders.
+    long run; the snapshot pins one commit. PYTHONPATH wins over the editable finders. Its
+    bytecode is compiled here, as pip does at install time: otherwise the first timed memwell
+    run compiles every module it imports (about 0.3 s of CPU) and only later runs are warm.
     """
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -612,6 +614,7 @@ def snapshot_memwell(dest: Path) -> tuple[str, str]:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     plugins = sorted(p.parent for p in (dest / "plugins").rglob("pyproject.toml"))
     roots = [dest / "core", *plugins]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, roots)], check=True)
     return commit, os.pathsep.join(str(r) for r in roots)
 
 
