@@ -182,8 +182,18 @@ def scan_memory_files(
             found.append((str(extra), info))
     unique = _dedupe_same_file(found)
     unique.sort(key=lambda item: item[0])
+    # ``ws`` is absolute and normalised, and so is every path found under it (scandir joins
+    # real names): its prefix is cut once here instead of checked per file.
+    prefix = ws.rstrip(os.sep) + os.sep
     return [
-        FoundFile(relative_path(path, ws), path, info.st_mtime_ns, info.st_size)
+        FoundFile(
+            path[len(prefix) :].replace(os.sep, "/")
+            if path.startswith(prefix)
+            else relative_path(path, ws),
+            path,
+            info.st_mtime_ns,
+            info.st_size,
+        )
         for path, info in unique
     ]
 
