@@ -154,6 +154,8 @@ class Result:
     first_index_load: list[float] = field(default_factory=list)
     noop_s: list[float] = field(default_factory=list)
     edit_s: list[float] = field(default_factory=list)
+    noop_cpu_s: list[float] = field(default_factory=list)
+    edit_cpu_s: list[float] = field(default_factory=list)
     warm_ms: list[float] = field(default_factory=list)
     cli_search_s: list[float] = field(default_factory=list)
     rss_index_kb: int = 0
@@ -320,8 +322,9 @@ class Tool:
         if edit_round is not None:
             with self.edit_target.open("a", encoding="utf-8") as fh:
                 fh.write(f"\nEdit {edit_round}: the benchmark appended a note on rollout owners.\n")
-        wall, rss, _ = self.run(self.reindex_cmd)
+        wall, rss, cpu, _ = self.timed(self.reindex_cmd)
         (self.res.noop_s if edit_round is None else self.res.edit_s).append(wall)
+        (self.res.noop_cpu_s if edit_round is None else self.res.edit_cpu_s).append(cpu)
         self.res.rss_index_kb = max(self.res.rss_index_kb, rss)
 
     def cli_search(self, query: str, n: int = 5) -> list[str]:
@@ -495,7 +498,9 @@ def metrics(r: Result) -> dict[str, float | None]:
         "first index (s, median of rounds)": r.first_index_s,
         "first index CPU (s, user+sys, median)": med(r.first_index_cpu_s),
         "one-file-edit reindex (s, median)": med(r.edit_s),
+        "one-file-edit reindex CPU (s, user+sys, median)": med(r.edit_cpu_s),
         "no-op reindex (s, median)": med(r.noop_s),
+        "no-op reindex CPU (s, user+sys, median)": med(r.noop_cpu_s),
         "warm search p50 (ms)": percentile(warm, 0.5) if warm else None,
         "warm search p95 (ms)": percentile(warm, 0.95) if warm else None,
         "one-shot CLI search (s, median)": med(r.cli_search_s),
@@ -597,7 +602,9 @@ def snapshot_memwell(dest: Path) -> tuple[str, str]:
     """Export the repo's HEAD to ``dest``; returns (commit, PYTHONPATH that loads memwell from it).
 
     The editable install follows the work tree, which other sessions may commit to during a
-    long run; the snapshot pins one commit. PYTHONPATH wins over the editable finders.
+    long run; the snapshot pins one commit. PYTHONPATH wins over the editable finders. Its
+    bytecode is compiled here, as pip does at install time: otherwise the first timed memwell
+    run compiles every module it imports (about 0.3 s of CPU) and only later runs are warm.
     """
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -612,6 +619,7 @@ def snapshot_memwell(dest: Path) -> tuple[str, str]:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     plugins = sorted(p.parent for p in (dest / "plugins").rglob("pyproject.toml"))
     roots = [dest / "core", *plugins]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, roots)], check=True)
     return commit, os.pathsep.join(str(r) for r in roots)
 
 
@@ -714,7 +722,8 @@ def main() -> None:
         f"- first index: median of {args.index_rounds} rounds from an empty index, "
         "interleaved (tools in order, then in reverse order, ...), with the CPU time "
         "(user + system, from `/usr/bin/time`) and the mean of the 1-minute load average "
-        f"before and after each run; reindex and one-shot CLI rows: median of {args.reps}; "
+        f"before and after each run; reindex and one-shot CLI rows: median of {args.reps} "
+        "(reindex CPU time as for the first index); "
         "each later phase runs round-robin over the tools so that load from other jobs hits "
         "all alike; CLI search = one `memwell search --no-sync` / `memsearch search` / "
         "`qmd search` process (keyword form of a fact question, -n 5)",

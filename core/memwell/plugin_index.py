@@ -140,7 +140,10 @@ class PluginIndex:
         if key is None or files is None:
             return
         record = {"files": files, "provides": provides}
-        kept = [r for r in self._load().get(key, []) if r.get("files", {}).keys() != files.keys()]
+        records = self._load().get(key, [])
+        if records and records[0] == record:
+            return  # already the newest record: rewriting the file would change nothing
+        kept = [r for r in records if r.get("files", {}).keys() != files.keys()]
         self._load()[key] = [record, *kept][:RECORDS_PER_KEY]
         self._changed = True
 

@@ -15,6 +15,7 @@ from memwell.sources.discovery import (
     open_regular_file,
     read_source_file,
     relative_path,
+    scan_memory_files,
     stat_source_file,
 )
 
@@ -137,6 +138,28 @@ def test_overlapping_entries_are_deduplicated_by_realpath(workspace: Path, tmp_p
     assert len(reals) == len(set(reals))
     assert rels(found, workspace).count("../shared/team.md") == 1
     assert "memory/topics/rust.md" in rels(found, workspace)
+
+
+def test_scan_gives_each_listed_file_with_the_stat_a_sync_compares(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The sync's walk (one lstat per file) agrees with listing then stating each file."""
+    write(tmp_path / "shared" / "team.md", "team notes\n")
+    os.link(workspace / "MEMORY.md", workspace / "memory" / "alias.md")
+    extras = ["memory", str(tmp_path / "shared"), "../shared/team.md", "DREAMS.md"]
+    found = scan_memory_files(workspace, extras)
+    listed = list_memory_files(workspace, extras)
+    assert [Path(f.abs_path) for f in found] == listed
+    assert [(f.path, f.mtime_ns, f.size) for f in found] == [
+        stat_source_file(path, workspace) for path in listed
+    ]
+    assert [f.path for f in found] == [
+        "../shared/team.md",
+        "DREAMS.md",
+        "MEMORY.md",
+        "memory/2026-01-01.md",
+        "memory/topics/rust.md",
+    ], "sorted by absolute path; the hard-linked alias of MEMORY.md is listed once"
 
 
 def test_realpath_dedupe_keeps_the_first_entry(tmp_path: Path) -> None:

@@ -366,3 +366,13 @@ def test_keeping_drops_terms_but_never_empties_the_query() -> None:
     assert fq.keeping({"beta"}).match == '"beta"'
     assert fq.keeping(set()).match == fq.match
     assert build_fts_query("alpha beta", mode="and").keeping({"alpha"}).match == '"alpha"'  # type: ignore[union-attr]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab_ _Z中文字\u3042\n.")), max_size=40))
+def test_chunk_terms_are_the_distinct_tokens_without_underscore_only_ones(text: str) -> None:
+    """The index-time terms: every distinct token of the segmented text, in order, except
+    those FTS5 cannot match (underscores only); with or without an underscore anywhere."""
+    expected = [t for t in dict.fromkeys(tokenize(segment_for_index(text))) if t.strip("_")]
+    assert chunk_terms(text) == " ".join(expected)
+    assert chunk_terms(text, segmented=segment_for_index(text)) == " ".join(expected)

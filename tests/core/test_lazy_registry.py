@@ -99,6 +99,21 @@ def test_a_warm_index_imports_only_the_plugin_that_provides_the_name(
     assert _imported() == ["lazyalpha"], "a name no plugin registers imports nothing more"
 
 
+def test_a_warm_lookup_does_not_rewrite_the_index(installed: Path, tmp_path: Path) -> None:
+    """Every one-shot command loads its backend: an unchanged record is not written again
+    (the rewrite was a JSON dump and a file replace per command)."""
+    _registry(tmp_path).resolve()
+    index = tmp_path / "cache" / "plugin-index.json"
+    before = os.stat(index)
+    assert _registry(tmp_path).backend("alpha") is not None
+    assert _imported() == ["lazyalpha"]
+    after = os.stat(index)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    _write(installed, "lazyalpha", ["alpha", "epsilon"], [])
+    assert _registry(tmp_path).backend("epsilon") is not None
+    assert os.stat(index).st_ino != before.st_ino, "a changed plugin's record is rewritten"
+
+
 def test_a_conflict_is_found_without_importing_the_bystander(
     installed: Path, tmp_path: Path
 ) -> None:

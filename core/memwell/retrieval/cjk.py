@@ -56,7 +56,8 @@ def _bigrams(run: str) -> list[str]:
 
 def _index_run(match: re.Match[str]) -> str:
     run = match.group()
-    return f" {' '.join(run)} {' '.join(_bigrams(run))} "
+    # join straight from the map (no bigram list): this runs for every CJK run indexed
+    return f" {' '.join(run)} {' '.join(map(operator.add, run, run[1:]))} "
 
 
 def segment_for_index(text: str) -> str:

@@ -152,7 +152,10 @@ def chunk_terms(text: str, *, segmented: str | None = None) -> str:
     """
     if segmented is None:
         segmented = segment_for_index(text)
-    return " ".join(_searchable(dict.fromkeys(tokenize(segmented))))
+    terms = dict.fromkeys(tokenize(segmented))
+    joined = " ".join(terms)
+    # Only a term with an underscore can be underscore-only: most chunks have none to drop.
+    return joined if "_" not in joined else " ".join(_searchable(terms))
 
 
 def keyword_boost(

@@ -74,7 +74,7 @@ def decode_text(data: bytes) -> str:
     return data[skip:].decode(codec, errors="replace")
 
 
-def relative_path(abs_path: Path, workspace: Path) -> str:
+def relative_path(abs_path: str | Path, workspace: str | Path) -> str:
     """``abs_path`` relative to ``workspace`` with ``/`` separators (may start with ``../``).
 
     A path inside a normalised absolute workspace (every discovered file) is cut by string
@@ -131,6 +131,17 @@ def _translate_os_error(exc: OSError, path: Path) -> Exception:
     return exc
 
 
+@dataclass(frozen=True)
+class FoundFile:
+    """A discovered memory file with the stat data of the walk that found it."""
+
+    path: str
+    """Workspace-relative, ``/``-separated (as stored in an index)."""
+    abs_path: str
+    mtime_ns: int
+    size: int
+
+
 def list_memory_files(
     workspace: Path, extra_paths: Sequence[str] = (), problems: list[str] | None = None
 ) -> list[Path]:
@@ -141,39 +152,73 @@ def list_memory_files(
     entries are the same file, the first found is kept. Directories that cannot be listed
     are appended to ``problems`` as ``"path: reason"``.
     """
-    ws = Path(os.path.abspath(workspace))
-    found = [ws / name for name in ROOT_MEMORY_FILES if _is_markdown_file(ws / name)]
-    if _is_real_dir(ws / MEMORY_DIR):
-        found.extend(_walk_markdown(ws / MEMORY_DIR, ws, problems))
-    for extra in normalize_extra_paths(ws, extra_paths):
-        if _is_real_dir(extra):
-            found.extend(_walk_markdown(extra, ws, problems))
-        elif _is_markdown_file(extra):
-            found.append(extra)
-    return sorted(_dedupe_same_file(found), key=str)
+    return [Path(found.abs_path) for found in scan_memory_files(workspace, extra_paths, problems)]
 
 
-def _lstat_mode(path: Path) -> int:
+def scan_memory_files(
+    workspace: Path, extra_paths: Sequence[str] = (), problems: list[str] | None = None
+) -> list[FoundFile]:
+    """:func:`list_memory_files` with each file's relative path, mtime and size.
+
+    One ``lstat`` per file serves the walk, the same-file check and the stat a sync compares
+    with its index, and no :class:`~pathlib.Path` is built per file: a no-op sync is this
+    walk, and path objects and repeated stats were most of it.
+    """
+    ws = os.path.abspath(workspace)
+    found: list[tuple[str, os.stat_result]] = []
+    for name in ROOT_MEMORY_FILES:
+        path = os.path.join(ws, name)
+        info = _lstat(path)
+        if info is not None and stat.S_ISREG(info.st_mode):
+            found.append((path, info))
+    memory_dir = os.path.join(ws, MEMORY_DIR)
+    if _is_real_dir(memory_dir):
+        found.extend(_walk_markdown(memory_dir, ws, problems))
+    for extra in normalize_extra_paths(Path(ws), extra_paths):
+        info = _lstat(extra)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            found.extend(_walk_markdown(str(extra), ws, problems))
+        elif info is not None and stat.S_ISREG(info.st_mode) and is_markdown_name(extra.name):
+            found.append((str(extra), info))
+    unique = _dedupe_same_file(found)
+    unique.sort(key=lambda item: item[0])
+    # ``ws`` is absolute and normalised, and so is every path found under it (scandir joins
+    # real names): its prefix is cut once here instead of checked per file.
+    prefix = ws.rstrip(os.sep) + os.sep
+    return [
+        FoundFile(
+            path[len(prefix) :].replace(os.sep, "/")
+            if path.startswith(prefix)
+            else relative_path(path, ws),
+            path,
+            info.st_mtime_ns,
+            info.st_size,
+        )
+        for path, info in unique
+    ]
+
+
+def _lstat(path: str | Path) -> os.stat_result | None:
     try:
-        return os.lstat(path).st_mode
+        return os.lstat(path)
     except OSError:
-        return 0
+        return None
 
 
-def _is_real_dir(path: Path) -> bool:
-    return stat.S_ISDIR(_lstat_mode(path))
+def _is_real_dir(path: str | Path) -> bool:
+    info = _lstat(path)
+    return info is not None and stat.S_ISDIR(info.st_mode)
 
 
-def _is_markdown_file(path: Path) -> bool:
-    return is_markdown_name(path.name) and stat.S_ISREG(_lstat_mode(path))
-
-
-def _problem(path: Path, workspace: Path, exc: OSError) -> str:
+def _problem(path: str | Path, workspace: str | Path, exc: OSError) -> str:
     return f"{relative_path(path, workspace)}: {exc.strerror or type(exc).__name__}"
 
 
-def _walk_markdown(root: Path, workspace: Path, problems: list[str] | None) -> Iterator[Path]:
-    """Depth-first, name-ordered walk yielding regular Markdown files; symlinks are skipped."""
+def _walk_markdown(
+    root: str, workspace: str, problems: list[str] | None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Depth-first, name-ordered walk yielding regular Markdown files (path and ``lstat``);
+    symlinks are skipped."""
     stack = [root]
     while stack:
         directory = stack.pop()
@@ -184,35 +229,33 @@ def _walk_markdown(root: Path, workspace: Path, problems: list[str] | None) -> I
             if problems is not None and exc.errno not in _MISSING_ERRNOS:
                 problems.append(_problem(directory, workspace, exc))
             continue
-        subdirs: list[Path] = []
+        subdirs: list[str] = []
         for entry in entries:
             if entry.is_symlink():
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED_DIR_NAMES:
-                    subdirs.append(Path(entry.path))
+                    subdirs.append(entry.path)
             elif is_markdown_name(entry.name) and entry.is_file(follow_symlinks=False):
-                yield Path(entry.path)
+                try:
+                    yield entry.path, entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone since the listing
         stack.extend(reversed(subdirs))
 
 
-def _file_identity(path: Path) -> tuple[int, int] | str:
-    """Device and inode (so case-insensitive aliases match too), else the realpath."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    return (info.st_dev, info.st_ino)
-
-
-def _dedupe_same_file(paths: Sequence[Path]) -> list[Path]:
-    seen: set[tuple[int, int] | str] = set()
-    unique: list[Path] = []
-    for path in paths:
-        identity = _file_identity(path)
+def _dedupe_same_file(
+    found: Sequence[tuple[str, os.stat_result]],
+) -> list[tuple[str, os.stat_result]]:
+    """Keep the first entry of each real file (device and inode: case-insensitive aliases
+    match too; every entry is a regular file, never a symlink, so its lstat is its stat)."""
+    seen: set[tuple[int, int]] = set()
+    unique: list[tuple[str, os.stat_result]] = []
+    for path, info in found:
+        identity = (info.st_dev, info.st_ino)
         if identity not in seen:
             seen.add(identity)
-            unique.append(path)
+            unique.append((path, info))
     return unique
 
 

@@ -20,7 +20,7 @@ from memwell.retrieval.chunking import (
     sha256_hex,
 )
 from memwell.retrieval.limits import enforce_input_limit
-from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
+from memwell.sources.discovery import read_source_file, scan_memory_files, stat_source_file
 from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
 
 from .store import ChunkRow, FileState, IndexStore
@@ -146,18 +146,20 @@ class Indexer:
 
     def _scan_memory(self, known: dict[str, FileState], *, full: bool) -> Iterator[PendingFile]:
         problems = self.stats.errors
-        for abs_path in list_memory_files(self.workspace, self.settings.extra_paths, problems):
+        for found in scan_memory_files(self.workspace, self.settings.extra_paths, problems):
             self.stats.scanned += 1
-            stat = stat_source_file(abs_path, self.workspace)
-            if stat is None:
-                continue
-            rel, mtime, size = stat
+            rel = found.path
             old = known.get(rel)
-            if not full and old is not None and old.mtime == mtime and old.size == size:
+            if (
+                not full
+                and old is not None
+                and old.mtime == found.mtime_ns
+                and old.size == found.size
+            ):
                 self.stats.unchanged += 1
                 yield PendingFile(rel, "memory", old, [], changed=False)
                 continue
-            read = read_source_file(abs_path, self.workspace, problems=problems)
+            read = read_source_file(Path(found.abs_path), self.workspace, problems=problems)
             if read is None:
                 continue
             entry, text = read

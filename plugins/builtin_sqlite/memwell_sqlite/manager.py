@@ -553,11 +553,14 @@ class SqliteMemoryManager(MemoryBackend):
     # -- reads, status, probes --------------------------------------------------------------
 
     def _index_status(self) -> dict[str, Any]:
+        fields = self.provider_fields()
+        has_vectors = fields["search_mode"] not in ("fts-only", "disabled")
         with self.files.lock:
             store = self.files.reader_store()
             try:
                 counts = store.source_counts() if store is not None else []
-                vector_count = store.vector_count() if store is not None else 0
+                # Counting vectors reads every chunk row (past its text): keyword-only skips it.
+                vector_count = store.vector_count() if store is not None and has_vectors else 0
                 cache_entries = store.cache_count() if store is not None else 0
             except Exception as exc:
                 self.files.query_failed(exc)
@@ -573,8 +576,6 @@ class SqliteMemoryManager(MemoryBackend):
             engine = self.vectors.active_engine(store) if store is not None else None
             db_path = str(store.path) if store is not None else None
             notes = self.files.notes(store)
-        fields = self.provider_fields()
-        has_vectors = fields["search_mode"] not in ("fts-only", "disabled")
         if has_vectors and meta:
             expected = self._expected_meta()
             if meta.get("provider_key") != expected["provider_key"]:

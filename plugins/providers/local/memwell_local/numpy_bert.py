@@ -53,11 +53,10 @@ def _erf(x: Array) -> Array:
     t: Array = z * np.float32(_ERF_P)
     t += np.float32(1.0)
     np.reciprocal(t, out=t)
-    poly: Array = np.full_like(t, _ERF_COEFFS[0])
-    for coeff in _ERF_COEFFS[1:]:  # Horner
-        poly *= t
+    poly: Array = t * np.float32(_ERF_COEFFS[0])
+    for coeff in _ERF_COEFFS[1:]:  # Horner, from c0 * t (no buffer filled with c0 first)
         poly += np.float32(coeff)
-    poly *= t
+        poly *= t
     np.square(z, out=z)
     np.negative(z, out=z)
     np.exp(z, out=z)
@@ -77,9 +76,9 @@ def _gelu(x: Array) -> Array:
 
 
 def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    out: Array = ((x - mean) / np.sqrt(var + eps) * weight + bias).astype(np.float32)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    var = (centred**2).mean(axis=-1, keepdims=True)
+    out: Array = (centred / np.sqrt(var + eps) * weight + bias).astype(np.float32, copy=False)
     return out
 
 
