@@ -197,4 +197,5 @@ class Searcher:
             max_results=max_results,
             mtime_of=self._mtime,
             calibration=calibration,
+            query=query,
         )
