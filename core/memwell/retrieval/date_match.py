@@ -1,4 +1,5 @@
-"""Date-aware matching: a query that names a date favours the notes dated then.
+"""Date-aware matching: a query that names a date favours the notes dated then, and a
+question that asks "when" favours text that says when.
 
 Agent memory is mostly dated notes (``memory/YYYY-MM-DD*.md``, one per day or session), and
 questions about it often name a date: "what did we decide on 13 October, 2023?", "what
@@ -9,6 +10,11 @@ note's date (:func:`~memwell.retrieval.decay.date_from_path`) matches one of the
 written on the day, or within :data:`DAY_WINDOW` days after it (people write about a day
 afterwards), or in the month named. A query that names no date, or a note without a dated
 name, matches nothing, so every other search ranks exactly as before.
+
+A question that asks when something happened ("When did Ann go camping?", "How long has
+...") is answered by the text that dates the event ("... went camping yesterday", "last
+June", "in 2019"), and a note that only mentions the event without a time is a weaker
+answer: :func:`asks_when` and :func:`mentions_time` tell both apart (English).
 """
 
 from __future__ import annotations
@@ -55,6 +61,15 @@ _ISO = re.compile(r"\b" + _YEAR + r"-([01][0-9])-([0-3][0-9])\b")
 _DAY_MONTH = re.compile(r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")
 _MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?\b")
 _MONTH_YEAR = re.compile(r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b")
+_ASKS_WHEN = re.compile(r"\s*(?:when|how long)\b", re.IGNORECASE)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_TIME_WORDS = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|(?:last|next|this)\s+(?:week|month|year|night|"
+    r"weekend|morning|summer|winter|spring|fall|autumn|tues|thurs)|" + _WEEKDAY + r"|"
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"(?:19|20)[0-9]{2})\b",
+    re.IGNORECASE,
+)
 _BARE_MONTH = re.compile(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
 
 
@@ -112,18 +127,38 @@ def query_dates(query: str) -> list[DateSpan]:
     return spans
 
 
-def boost_dated(items: Sequence[Candidate], query: str, boost: float) -> list[Candidate]:
-    """Add ``boost`` to the score of each hit whose note's date matches a date in ``query``
-    (``[query] hybrid.date_boost``, 0.2 by default); a copy of ``items`` in the same order
-    when the query names no date."""
-    spans = query_dates(query)
-    if not spans or boost <= 0:
+def asks_when(query: str) -> bool:
+    """True for a question about a time: it starts with "when" or "how long"."""
+    return _ASKS_WHEN.match(query) is not None
+
+
+def mentions_time(text: str) -> bool:
+    """True if ``text`` says when: a relative day or period ("yesterday", "last week", "two
+    years ago"), a weekday, a month name (not "May", a verb as often) or a year."""
+    return _TIME_WORDS.search(text) is not None
+
+
+def boost_dates(
+    items: Sequence[Candidate], query: str, date_boost: float, when_boost: float
+) -> list[Candidate]:
+    """Date-aware scores, in the same order (a copy of ``items`` when nothing applies).
+
+    ``date_boost`` is added to each hit whose note's date matches a date ``query`` names,
+    ``when_boost`` to each hit that :func:`mentions_time` when the query :func:`asks_when`
+    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default).
+    """
+    spans = query_dates(query) if date_boost > 0 else []
+    timed = when_boost > 0 and asks_when(query)
+    if not spans and not timed:
         return list(items)
     matched: dict[str, bool] = {}
     out: list[Candidate] = []
     for item in items:
         if item.path not in matched:
-            when = date_from_path(item.path)
+            when = date_from_path(item.path) if spans else None
             matched[item.path] = when is not None and any(s.matches(when) for s in spans)
-        out.append(replace(item, score=item.score + boost) if matched[item.path] else item)
+        extra = date_boost if matched[item.path] else 0.0
+        if timed and mentions_time(item.text):
+            extra += when_boost
+        out.append(replace(item, score=item.score + extra) if extra else item)
     return out

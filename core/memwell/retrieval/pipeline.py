@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from ..config import HybridSettings
 from .calibration import Calibration
 from .candidate import Candidate
-from .date_match import boost_dated
+from .date_match import boost_dates
 from .decay import apply_temporal_decay
 from .fts_query import keyword_boost, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
@@ -28,10 +28,11 @@ def rank_candidates(
     """Date-aware matching, temporal decay (when enabled), a stable sort by score, then MMR.
 
     ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files;
-    hits in a dated note of a date ``query`` names gain ``hybrid.date_boost``
-    (:func:`~memwell.retrieval.date_match.boost_dated`).
+    hits in a dated note of a date ``query`` names, and hits that say when to a question
+    that asks when, gain ``hybrid.date_boost`` / ``hybrid.when_boost``
+    (:func:`~memwell.retrieval.date_match.boost_dates`).
     """
-    ranked = boost_dated(items, query, hybrid.date_boost)
+    ranked = boost_dates(items, query, hybrid.date_boost, hybrid.when_boost)
     if hybrid.temporal_decay.enabled:
         ranked = apply_temporal_decay(
             ranked,
