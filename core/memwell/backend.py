@@ -258,7 +258,9 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
 
     def rank_keyword(self, keyword: Sequence[Candidate], request: SearchRequest) -> list[Candidate]:
         """Keyword-only ranking: decay, sort, MMR, then the keyword-only floor."""
-        ranked = rank_candidates(keyword, request.hybrid, mtime_of=self.mtime_of)
+        ranked = rank_candidates(
+            keyword, request.hybrid, mtime_of=self.mtime_of, query=request.query
+        )
         return keyword_floor(ranked, request.min_score, request.limit)
 
     def rank_hybrid(
@@ -277,6 +279,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
             max_results=request.limit,
             mtime_of=self.mtime_of,
             calibration=self.score_calibration() if vector else None,
+            query=request.query,
         )
 
     def score_calibration(self) -> Calibration | None:

@@ -83,6 +83,12 @@ class HybridSettings(_Strict):
     rrf_k: int = Field(60, ge=1)
     mmr: MmrSettings = Field(default_factory=MmrSettings)
     temporal_decay: TemporalDecaySettings = Field(default_factory=TemporalDecaySettings)
+    #: Added to hits in a dated note (memory/YYYY-MM-DD*.md) of a date the query names
+    #: (memwell.retrieval.date_match); 0 turns date-aware matching off.
+    date_boost: float = Field(0.2, ge=0.0, le=1.0)
+    #: Added to hits that say when (a date, "yesterday", "last week") if the query asks
+    #: "when" or "how long"; 0 turns it off.
+    when_boost: float = Field(0.2, ge=0.0, le=1.0)
 
 
 class QuerySettings(_Strict):

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from ..config import HybridSettings
 from .calibration import Calibration
 from .candidate import Candidate
+from .date_match import boost_dates
 from .decay import apply_temporal_decay
 from .fts_query import keyword_boost, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
@@ -22,13 +23,16 @@ MtimeOf = Callable[[str], float | None]
 
 
 def rank_candidates(
-    items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf
+    items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf, query: str = ""
 ) -> list[Candidate]:
-    """Temporal decay (when enabled), a stable sort by score, then MMR (when enabled).
+    """Date-aware matching, temporal decay (when enabled), a stable sort by score, then MMR.
 
-    ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files.
+    ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files;
+    hits in a dated note of a date ``query`` names, and hits that say when to a question
+    that asks when, gain ``hybrid.date_boost`` / ``hybrid.when_boost``
+    (:func:`~memwell.retrieval.date_match.boost_dates`).
     """
-    ranked = list(items)
+    ranked = boost_dates(items, query, hybrid.date_boost, hybrid.when_boost)
     if hybrid.temporal_decay.enabled:
         ranked = apply_temporal_decay(
             ranked,
@@ -51,8 +55,9 @@ def fuse_hybrid(
     max_results: int,
     mtime_of: MtimeOf,
     calibration: Calibration | None = None,
+    query: str = "",
 ) -> list[Candidate]:
-    """Fuse both candidate lists, rank them, then apply the floor.
+    """Fuse both candidate lists, rank them (:func:`rank_candidates`), then apply the floor.
 
     With the provider's ``calibration`` and weighted fusion, the ranked scores are mapped
     through :meth:`Calibration.fused_score` (monotone, so the ranking stays) and the floor is
@@ -68,7 +73,7 @@ def fuse_hybrid(
         merged = merge_weighted(
             vector, keyword, vector_weight=vector_weight, text_weight=text_weight
         )
-    ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of)
+    ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of, query=query)
     if calibration is not None and hybrid.fusion == "weighted":
         calibrated = [
             replace(c, score=calibration.fused_score(c.score, vector_weight)) for c in ranked
@@ -110,5 +115,5 @@ def rank_keyword_only(
         for c in hits
     ]
     return keyword_floor(
-        rank_candidates(boosted, hybrid, mtime_of=mtime_of), min_score, max_results
+        rank_candidates(boosted, hybrid, mtime_of=mtime_of, query=query), min_score, max_results
     )

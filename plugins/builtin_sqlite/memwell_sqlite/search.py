@@ -259,4 +259,5 @@ class Searcher:
             max_results=max_results,
             mtime_of=self._mtime,
             calibration=calibration,
+            query=query,
         )

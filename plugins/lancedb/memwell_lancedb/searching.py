@@ -112,11 +112,14 @@ class IndexSearching(IndexTables):
                 found[row["path"]] = row["mtime_ns"] / 1e9
         return found
 
-    def _rank(self, items: list[Candidate]) -> list[Candidate]:
-        """Decay, sort and MMR as configured; modification times are read once per call."""
+    def _rank(self, items: list[Candidate], query: str) -> list[Candidate]:
+        """Date boost, decay, sort and MMR as configured; modification times are read once."""
         mtimes = functools.cache(lambda: self._mtimes({c.path for c in items}))
         return rank_candidates(
-            items, self.settings.query.hybrid, mtime_of=lambda path: mtimes().get(path)
+            items,
+            self.settings.query.hybrid,
+            mtime_of=lambda path: mtimes().get(path),
+            query=query,
         )
 
     def search(
@@ -139,7 +142,7 @@ class IndexSearching(IndexTables):
         cfg = self.settings.query.hybrid
         limit = candidate_count(max_results, cfg.candidate_multiplier)
         if query_vector is None:
-            ranked = self._rank(self.keyword(table, query, limit, sources))
+            ranked = self._rank(self.keyword(table, query, limit, sources), query)
             return keyword_floor(ranked, min_score, max_results)
         vector = self.vector(table, query_vector, limit, sources) if query_vector.any() else []
         if not cfg.enabled:
@@ -153,4 +156,5 @@ class IndexSearching(IndexTables):
             min_score=min_score,
             max_results=max_results,
             mtime_of=lambda path: mtimes().get(path),
+            query=query,
         )

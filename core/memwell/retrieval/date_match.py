@@ -1,0 +1,164 @@
+"""Date-aware matching: a query that names a date favours the notes dated then, and a
+question that asks "when" favours text that says when.
+
+Agent memory is mostly dated notes (``memory/YYYY-MM-DD*.md``, one per day or session), and
+questions about it often name a date: "what did we decide on 13 October, 2023?", "what
+happened in June?". Keyword search sees only the words ("october", "13"), which a note rarely
+repeats in its text; the note's *date* is in its name. This module reads the dates a query
+names (a day, or a month with or without its year; English month names) and tells how well a
+note's date (:func:`~memwell.retrieval.decay.date_from_path`) matches one of them: a note
+written on the day, or within :data:`DAY_WINDOW` days after it (people write about a day
+afterwards), or in the month named. A query that names no date, or a note without a dated
+name, matches nothing, so every other search ranks exactly as before.
+
+A question that asks when something happened ("When did Ann go camping?", "How long has
+...") is answered by the text that dates the event ("... went camping yesterday", "last
+June", "in 2019"), and a note that only mentions the event without a time is a weaker
+answer: :func:`asks_when` and :func:`mentions_time` tell both apart (English).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.decay import date_from_path
+
+DAY_WINDOW = 7
+"""A note dated up to this many days after a named day matches it."""
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"([0-3]?[0-9])(?:st|nd|rd|th)?"
+_YEAR = r"((?:19|20)[0-9]{2})"
+# "13 October, 2023", "13th of Oct 2023" / "October 13, 2023", "Oct 13th" / "October 2023" /
+# "in October"; ISO "2023-10-13". "May" alone is a verb as often as a month: a bare month
+# name counts only after a preposition.
+_ISO = re.compile(r"\b" + _YEAR + r"-([01][0-9])-([0-3][0-9])\b")
+_DAY_MONTH = re.compile(r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")
+_MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?\b")
+_MONTH_YEAR = re.compile(r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b")
+_ASKS_WHEN = re.compile(r"\s*(?:when|how long)\b", re.IGNORECASE)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_TIME_WORDS = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|(?:last|next|this)\s+(?:week|month|year|night|"
+    r"weekend|morning|summer|winter|spring|fall|autumn|tues|thurs)|" + _WEEKDAY + r"|"
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"(?:19|20)[0-9]{2})\b",
+    re.IGNORECASE,
+)
+_BARE_MONTH = re.compile(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
+
+
+@dataclass(frozen=True)
+class DateSpan:
+    """A date a query names: a ``day`` (with or without its year) or a whole month."""
+
+    month: int
+    year: int | None = None
+    day: int | None = None
+
+    def matches(self, when: date) -> bool:
+        """True if a note dated ``when`` is about this span (see the module docstring)."""
+        if self.day is None:
+            return when.month == self.month and self.year in (None, when.year)
+        for year in (self.year,) if self.year is not None else (when.year, when.year - 1):
+            try:
+                named = date(year, self.month, self.day)
+            except ValueError:
+                continue
+            if 0 <= (when - named).days <= DAY_WINDOW:
+                return True
+        return False
+
+
+def _year(text: str | None) -> int | None:
+    return int(text) if text else None
+
+
+def query_dates(query: str) -> list[DateSpan]:
+    """The dates ``query`` names, most specific first; ``[]`` when it names none."""
+    text = query.lower()
+    spans: list[DateSpan] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(span: DateSpan, where: tuple[int, int]) -> None:
+        if any(where[0] < end and start < where[1] for start, end in taken):
+            return  # inside a more specific date already read
+        if span.day is not None and not 1 <= span.day <= 31:
+            return
+        taken.append(where)
+        spans.append(span)
+
+    for m in _ISO.finditer(text):
+        if 1 <= int(m.group(2)) <= 12:
+            add(DateSpan(int(m.group(2)), int(m.group(1)), int(m.group(3))), m.span())
+    for m in _DAY_MONTH.finditer(text):
+        add(DateSpan(_MONTHS[m.group(2)], _year(m.group(3)), int(m.group(1))), m.span())
+    for m in _MONTH_DAY.finditer(text):
+        add(DateSpan(_MONTHS[m.group(1)], _year(m.group(3)), int(m.group(2))), m.span())
+    for m in _MONTH_YEAR.finditer(text):
+        add(DateSpan(_MONTHS[m.group(1)], int(m.group(2))), m.span())
+    for m in _BARE_MONTH.finditer(text):
+        add(DateSpan(_MONTHS[m.group(1)]), m.span(1))
+    return spans
+
+
+def asks_when(query: str) -> bool:
+    """True for a question about a time: it starts with "when" or "how long"."""
+    return _ASKS_WHEN.match(query) is not None
+
+
+def mentions_time(text: str) -> bool:
+    """True if ``text`` says when: a relative day or period ("yesterday", "last week", "two
+    years ago"), a weekday, a month name (not "May", a verb as often) or a year."""
+    return _TIME_WORDS.search(text) is not None
+
+
+def boost_dates(
+    items: Sequence[Candidate], query: str, date_boost: float, when_boost: float
+) -> list[Candidate]:
+    """Date-aware scores, in the same order (a copy of ``items`` when nothing applies).
+
+    ``date_boost`` is added to each hit whose note's date matches a date ``query`` names,
+    ``when_boost`` to each hit that :func:`mentions_time` when the query :func:`asks_when`
+    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default).
+    """
+    spans = query_dates(query) if date_boost > 0 else []
+    timed = when_boost > 0 and asks_when(query)
+    if not spans and not timed:
+        return list(items)
+    matched: dict[str, bool] = {}
+    out: list[Candidate] = []
+    for item in items:
+        if item.path not in matched:
+            when = date_from_path(item.path) if spans else None
+            matched[item.path] = when is not None and any(s.matches(when) for s in spans)
+        extra = date_boost if matched[item.path] else 0.0
+        if timed and mentions_time(item.text):
+            extra += when_boost
+        out.append(replace(item, score=item.score + extra) if extra else item)
+    return out
