@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import math
 import os
 import statistics
@@ -44,7 +45,8 @@ from pg_server import server_dsn  # noqa: E402
 
 DIMS = 128
 CHUNK_TOKENS = 128
-MAINTENANCE_WORK_MEM = "2GB"  # the HNSW graph of 1M 128-dimensional vectors fits
+MAINTENANCE_WORK_MEM = "3GB"  # the HNSW graph of 1M 128-dimensional vectors fits
+PARALLEL_WORKERS = 1  # with the build's own process: one per core of the 2-core machine
 
 
 class SeededProvider:
@@ -169,6 +171,7 @@ def run(dsn: str, target_chunks: int, workdir: Path, per_client: int, build: boo
             "namespace": f"bench-{target_chunks}",
             "pool_max_size": 17,
             "maintenance_work_mem": MAINTENANCE_WORK_MEM,
+            "max_parallel_maintenance_workers": PARALLEL_WORKERS,
         },
         chunking={"tokens": CHUNK_TOKENS, "overlap": 0},
     )
@@ -186,6 +189,8 @@ def run(dsn: str, target_chunks: int, workdir: Path, per_client: int, build: boo
             f"{status.chunks / index_s:.0f} chunks/s"
         )
         print(f"server RSS after build: {rss:.0f} MB, database size {size:.0f} MB", flush=True)
+        for note in manager.last_sync.notes if manager.last_sync else []:
+            print(f"note: {note}", flush=True)
     t0 = time.perf_counter()
     manager.sync()
     status = manager.status()
@@ -213,6 +218,8 @@ def main() -> None:
         help="search an index built by an earlier run on the same --dsn and --workdir",
     )
     args = parser.parse_args()
+    logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("memwell_postgres").setLevel(logging.INFO)  # when loading ends
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="memwell-pgbench-"))
     with server_dsn(args.dsn) as dsn:
         for chunks in args.chunks or [100_000]:

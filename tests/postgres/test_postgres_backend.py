@@ -7,21 +7,24 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import memwell_postgres.plugin as pg_plugin
 import psycopg
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memwell.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell.testing.conformance import write_workspace
+from memwell_postgres import copy_binary
 from memwell_postgres.config import PostgresConfig
 from memwell_postgres.diagnostics import check_server
 from memwell_postgres.lexemes import index_text, terms_of
 from pg_helpers import Build, make_manager
+from psycopg import sql
+from pydantic import ValidationError
 
 
 def _paths(manager: Any, query: str) -> list[str]:
@@ -50,6 +53,12 @@ def test_default_namespace_follows_the_workspace(tmp_path: Path) -> None:
     assert one != two and one.startswith("one-")
     assert config.namespace_for(tmp_path / "one") == one
     assert PostgresConfig(dsn="x", namespace="team").namespace_for(tmp_path) == "team"
+
+
+def test_hnsw_parameters_pgvector_refuses_are_refused_at_load(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="2 \\* hnsw_m"):
+        PostgresConfig(dsn="x", hnsw_m=48)
+    assert PostgresConfig(dsn="x", hnsw_m=48, hnsw_ef_construction=96).hnsw_m == 48
 
 
 def test_cjk_keyword_search_both_sides(build: Build, tmp_path: Path) -> None:
@@ -124,6 +133,29 @@ def test_schema_has_the_promised_indexes_and_tables(
     memory.sync(force=True)  # a new generation gets its own indexes; the old ones are dropped
     second = generation_indexes()
     assert len(second) == 2 and not set(first) & set(second)
+
+
+def test_an_hnsw_build_outgrowing_its_memory_is_said(build: Build, tmp_path: Path) -> None:
+    """pgvector's notice that the graph no longer fits ``maintenance_work_mem`` (the rest of
+    the build is far slower) reaches the sync's notes instead of the server log only."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for f in range(40):
+        paragraphs = (f"note {f} {p} about topic{p % 7} and item{f * 50 + p}" for p in range(50))
+        (ws / "memory" / f"n{f}.md").write_text("\n\n".join(paragraphs) + "\n", "utf-8")
+    roomy = build(ws, pg={"namespace": "hnsw-roomy", "maintenance_work_mem": "256MB"})
+    roomy.sync()
+    assert roomy.last_sync is not None and roomy.last_sync.notes == []
+    memory = build(
+        ws,
+        pg={"namespace": "hnsw-tight", "maintenance_work_mem": "1MB", "hnsw_m": 32},
+        chunking={"tokens": 16, "overlap": 0},
+    )
+    memory.sync()
+    assert memory.status().chunks >= 1500
+    assert memory.last_sync is not None
+    assert any("maintenance_work_mem" in n for n in memory.last_sync.notes), memory.last_sync
+    assert memory.search("topic3 item1003", max_results=3)[0].path == "memory/n20.md"
 
 
 def test_unchanged_files_are_not_rewritten(build: Build, tmp_path: Path, pg_server: Any) -> None:
@@ -257,16 +289,22 @@ def test_cli_through_the_entry_point(pg_server: Any, tmp_path: Path) -> None:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
-def test_tsvector_literals_round_trip_through_the_server(pg_server: Any, text: str) -> None:
-    """Whatever the text (quotes, backslashes, CJK, marks), the server parses memwell's
-    literal into exactly memwell's terms, with one position per occurrence."""
-    indexed = index_text(text.replace("\x00", ""))
+def test_binary_tsvectors_round_trip_through_the_server(pg_server: Any, text: str) -> None:
+    """Whatever the text (quotes, backslashes, CJK, marks), the server reads memwell's binary
+    ``tsvector`` as exactly memwell's terms, each at the positions it occurs at."""
+    clean = text.replace("\x00", "")
+    indexed = index_text(clean)
     with psycopg.connect(pg_server.dsn) as conn:
-        rows = conn.execute(
-            "SELECT lexeme, cardinality(positions) FROM unnest(%s::tsvector)", (indexed.tsvector,)
-        ).fetchall()
-    expected = Counter(terms_of(text.replace("\x00", "")))
-    assert dict(rows) == {t: min(n, 256) for t, n in expected.items()}
+        conn.execute("CREATE TEMP TABLE t (doc text, tsv tsvector)")
+        row = copy_binary.row([copy_binary.text(clean), copy_binary.tsvector(indexed.entries)])
+        copy_binary.copy_rows(conn, sql.Identifier("t"), "doc, tsv", [row])
+        rows = conn.execute("SELECT lexeme, positions FROM t, unnest(t.tsv)").fetchall()
+        assert conn.execute("SELECT doc FROM t").fetchone() == (clean,)
+    expected: dict[str, list[int]] = {}
+    for pos, term in enumerate(terms_of(clean), start=1):
+        expected.setdefault(term, []).append(pos)
+    assert {lexeme: list(p) for lexeme, p in rows} == {t: p[:256] for t, p in expected.items()}
+    assert indexed.length == sum(map(len, expected.values()))
 
 
 def test_term_stats_follow_edits_and_deletes(build: Build, tmp_path: Path, pg_server: Any) -> None:

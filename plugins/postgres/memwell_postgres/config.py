@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class PostgresConfig(BaseModel):
@@ -25,7 +25,9 @@ class PostgresConfig(BaseModel):
     is searched exactly, as the builtin backend searches, instead of through HNSW (whose
     results are approximate). ``hnsw_m``/``hnsw_ef_construction``: the HNSW
     build parameters; ``maintenance_work_mem``: the server memory a full rebuild's index builds
-    may use (e.g. ``"1GB"``; default the server's setting), faster when the graph fits.
+    may use (e.g. ``"1GB"``; default the server's setting), much faster when the HNSW graph
+    fits (the sync's notes say when it did not); ``max_parallel_maintenance_workers``: the
+    workers those builds may add to their own process (default the server's setting).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -43,6 +45,13 @@ class PostgresConfig(BaseModel):
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
     maintenance_work_mem: str | None = Field(default=None, pattern=r"^[0-9]+ ?(kB|MB|GB)$")
+    max_parallel_maintenance_workers: int | None = Field(default=None, ge=0, le=64)
+
+    @model_validator(mode="after")
+    def _hnsw_breadth(self) -> PostgresConfig:
+        if self.hnsw_ef_construction < 2 * self.hnsw_m:
+            raise ValueError("hnsw_ef_construction must be at least 2 * hnsw_m (pgvector's rule)")
+        return self
 
     def namespace_for(self, workspace: Path) -> str:
         """The configured namespace, else ``<dir name>-<12 hex of the resolved path>``."""

@@ -156,11 +156,13 @@ class Indexer:
                     vectors = self._embed(prepared, report)
                     files = [(item.row.path, self._rows(item, vectors)) for item in prepared]
                     with self.db.connection() as conn, conn.transaction():
+                        # Readers never see a building generation and a crash discards it,
+                        # so its batches need not wait for the disk; the switch does.
+                        conn.execute("SET LOCAL synchronous_commit = off")
                         batch_loaded = self.store.insert_chunks(
                             conn, generation, files, self.model()
                         )
-                        for item in prepared:
-                            self.store.upsert_file(conn, generation, item.row)
+                        self.store.copy_files(conn, generation, [item.row for item in prepared])
                     loaded.merge(batch_loaded)
                     report.written += len(prepared)
                     done += len(batch)
@@ -168,7 +170,12 @@ class Indexer:
                 with lock_conn.transaction():
                     self.store.add_counts(lock_conn, generation, loaded.chunks, loaded.tokens)
                     self.store.copy_term_stats(lock_conn, generation, loaded.df)
-                self._ensure_indexes(lock_conn, generation)
+                log.info(
+                    "loaded %d chunks into generation %s; building its indexes",
+                    loaded.chunks,
+                    generation,
+                )
+                self._ensure_indexes(lock_conn, generation, report)
                 self.store.switch_to(lock_conn, generation, identity)
                 self.store.drop_generations(lock_conn, "retired")
                 report.rebuilt = True
@@ -200,16 +207,19 @@ class Indexer:
                 self._delete_missing(generation, row, report)
         if report.written:
             with self.db.connection() as conn:
-                self._ensure_indexes(conn, generation)
+                self._ensure_indexes(conn, generation, report)
 
-    def _ensure_indexes(self, conn: Conn, generation: int) -> None:
+    def _ensure_indexes(self, conn: Conn, generation: int, report: SyncReport) -> None:
         """The generation's full-text and (once its dimension is known) vector indexes."""
         vector = None if self.dims is None else (self.model(), self.dims)
-        built = ensure_generation_indexes(
+        build = ensure_generation_indexes(
             conn, self.store.schema, self.store.namespace, generation, vector, self.config
         )
-        if built:
-            log.info("built %s for generation %s", ", ".join(built), generation)
+        if build.built:
+            log.info("built %s for generation %s", ", ".join(build.built), generation)
+        for warning in build.warnings:
+            log.warning("index build of generation %s: %s", generation, warning)
+            report.notes.append(f"index build: {warning}")
 
     def _changed(
         self, abs_path: Path, known: dict[str, FileRow], seen: set[str]

@@ -2,10 +2,11 @@
 
 The builtin backend indexes with FTS5's ``porter unicode61 remove_diacritics 2`` over text
 whose CJK runs were segmented (:func:`memwell.retrieval.cjk.segment_for_index`). This module
-produces the same terms in Python and hands Postgres ready-made ``tsvector``/``tsquery``
-literals, so nothing depends on the server's text search configurations (the equivalent of
-the ``simple`` configuration over pre-segmented, pre-stemmed text) and CJK search works on any
-server. Positions are kept because BM25 needs each term's frequency.
+produces the same terms in Python and hands Postgres ready-made ``tsvector`` values (in
+binary, :mod:`.copy_binary`) and ``tsquery`` literals, so nothing depends on the server's text
+search configurations (the equivalent of the ``simple`` configuration over pre-segmented,
+pre-stemmed text) and CJK search works on any server. Positions are kept because BM25 needs
+each term's frequency.
 """
 
 from __future__ import annotations
@@ -33,20 +34,20 @@ _STEMMER = snowballstemmer.stemmer("porter")
 
 @lru_cache(maxsize=200_000)
 def _lexeme(token: str) -> str:
-    """Lower-case, strip diacritics (keeping Hangul syllables), stem ASCII words (Porter)."""
+    """Lower-case, strip diacritics (keeping Hangul syllables), stem ASCII words (Porter);
+    ``""`` for a term longer than Postgres accepts."""
     lowered = token.lower()
     if not lowered.isascii():
         decomposed = unicodedata.normalize("NFD", lowered)
         stripped = "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
         lowered = unicodedata.normalize("NFC", stripped)
     if _ASCII_WORD.fullmatch(lowered):
-        return str(_STEMMER.stemWord(lowered))
-    return lowered
+        lowered = str(_STEMMER.stemWord(lowered))
+    return lowered if len(lowered.encode()) <= _MAX_LEXEME_BYTES else ""
 
 
 def _lexemes(text: str) -> list[str]:
-    found = (_lexeme(t) for t in _TOKEN.findall(text))
-    return [t for t in found if t and len(t.encode()) <= _MAX_LEXEME_BYTES]
+    return [t for t in map(_lexeme, _TOKEN.findall(text)) if t]
 
 
 def terms_of(text: str) -> list[str]:
@@ -55,33 +56,35 @@ def terms_of(text: str) -> list[str]:
 
 
 def tsquery_literal(lexeme: str) -> str:
-    """``lexeme`` quoted for a ``tsvector`` or ``tsquery`` literal."""
+    """``lexeme`` quoted for a ``tsquery`` literal."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
 class IndexedText:
-    """A chunk's ``tsvector`` literal, its length in terms (BM25's document length) and its
-    distinct terms (what it adds to document frequencies)."""
+    """A chunk's ``tsvector`` as (lexeme, positions) entries, its length in terms (BM25's
+    document length) and its distinct terms (what it adds to document frequencies)."""
 
-    tsvector: str
+    entries: list[tuple[str, list[int]]]
     length: int
-    lexemes: tuple[str, ...]
+
+    @property
+    def lexemes(self) -> tuple[str, ...]:
+        return tuple(t for t, _ in self.entries)
 
 
 def index_text(text: str) -> IndexedText:
-    """The ``tsvector`` literal of ``text``: each term with the positions it occurs at."""
+    """The ``tsvector`` of ``text``: each term with the positions it occurs at (the first
+    16383 terms carry positions, at most 256 per term; all count towards the length)."""
     terms = terms_of(text)
     positions: dict[str, list[int]] = {}
-    for pos, term in enumerate(terms, start=1):
-        slots = positions.setdefault(term, [])
-        if len(slots) < _MAX_POSITIONS and pos <= _MAX_POSITION:
+    for pos, term in enumerate(terms[:_MAX_POSITION], start=1):
+        slots = positions.get(term)
+        if slots is None:
+            positions[term] = [pos]
+        elif len(slots) < _MAX_POSITIONS:
             slots.append(pos)
-    kept = [(t, p) for t, p in positions.items() if p]
-    parts = (f"{tsquery_literal(t)}:{','.join(map(str, p))}" for t, p in kept)
-    return IndexedText(
-        tsvector=" ".join(parts), length=len(terms), lexemes=tuple(t for t, _ in kept)
-    )
+    return IndexedText(entries=list(positions.items()), length=len(terms))
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,13 @@ The embedding cache has no namespace: a chunk embedded by any host is reused by 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import Connection, sql
+from psycopg.errors import Diagnostic
 
 from .config import PostgresConfig
 
@@ -145,9 +149,9 @@ def ensure_generation_indexes(
     generation: int,
     vector: tuple[str, int] | None,
     config: PostgresConfig,
-) -> list[str]:
+) -> IndexBuild:
     """Build the generation's GIN full-text index and, for ``vector`` = (model, dims), its
-    HNSW index, if missing; returns the names built.
+    HNSW index, if missing; returns the names built and any memory warning of the server.
 
     Both are partial indexes over this generation's rows only, so a bulk load writes no
     index entries and each index is built once over all rows after it.
@@ -177,13 +181,14 @@ def ensure_generation_indexes(
             vfilter=vector_filter(model, dims),
         )
     built: list[str] = []
-    with conn.transaction():
+    with conn.transaction(), _memory_notices(conn) as notices:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-        if config.maintenance_work_mem:
-            conn.execute(
-                "SELECT set_config('maintenance_work_mem', %s, true)",
-                (config.maintenance_work_mem,),
-            )
+        for setting, value in (
+            ("maintenance_work_mem", config.maintenance_work_mem),
+            ("max_parallel_maintenance_workers", config.max_parallel_maintenance_workers),
+        ):
+            if value is not None:
+                conn.execute("SELECT set_config(%s, %s, true)", (setting, str(value)))
         present = {
             r[0]
             for r in conn.execute(
@@ -196,7 +201,33 @@ def ensure_generation_indexes(
                 continue
             conn.execute(statement)
             built.append(name)
-    return built
+    return IndexBuild(built, notices)
+
+
+@dataclass(frozen=True)
+class IndexBuild:
+    """The indexes a call built and the server's warnings about their memory."""
+
+    built: list[str]
+    warnings: list[str]
+
+
+@contextmanager
+def _memory_notices(conn: Connection[Any]) -> Iterator[list[str]]:
+    """Collect the server's notices about ``maintenance_work_mem`` (pgvector says when the
+    HNSW graph outgrows it: the rest of the build is much slower) while the block runs."""
+    found: list[str] = []
+
+    def handler(diag: Diagnostic) -> None:
+        message = diag.message_primary or ""
+        if "maintenance_work_mem" in message:
+            found.append(f"{message} ({diag.message_hint or 'raise maintenance_work_mem'})")
+
+    conn.add_notice_handler(handler)
+    try:
+        yield found
+    finally:
+        conn.remove_notice_handler(handler)
 
 
 def drop_generation_indexes(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ from memwell.embeddings import Vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from . import copy_binary
 from .db import Conn
 from .lexemes import index_text
 from .schema import drop_generation_indexes
@@ -284,39 +285,48 @@ class Store:
         files: Sequence[tuple[str, Sequence[ChunkRow]]],
         model: str,
     ) -> Loaded:
-        """COPY the chunks of ``files`` (path, chunks) in, in one COPY; returns what they add
-        to the generation's statistics."""
+        """COPY the chunks of ``files`` (path, chunks) in, in one binary COPY; returns what
+        they add to the generation's statistics."""
         loaded = Loaded()
         if not any(chunks for _, chunks in files):
             return loaded
-        columns = (
-            "namespace, generation, source, path, start_line, end_line, hash, model, text, "
-            "tsv, ntokens, dims, embedding"
+        prefix = (
+            copy_binary.text(self.namespace),
+            copy_binary.int8(generation),
+            copy_binary.text(SOURCE),
         )
-        copy_sql = self.q(f"COPY {{c}} ({columns}) FROM STDIN", c="chunks")
-        with conn.cursor() as cur, cur.copy(copy_sql) as copy:
+        model_field = copy_binary.text(model)
+
+        def rows() -> Iterator[bytes]:
             for path, chunks in files:
+                path_field = copy_binary.text(path)
                 for chunk in chunks:
                     indexed = index_text(chunk.text)
                     loaded.add(indexed.length, indexed.lexemes)
                     vector = chunk.embedding
-                    copy.write_row(
+                    yield copy_binary.row(
                         (
-                            self.namespace,
-                            generation,
-                            SOURCE,
-                            path,
-                            chunk.start_line,
-                            chunk.end_line,
-                            chunk.hash,
-                            model,
-                            chunk.text.replace("\x00", "\ufffd"),  # text columns refuse NUL
-                            indexed.tsvector,
-                            indexed.length,
-                            None if vector is None else len(vector),
-                            None if vector is None else np.asarray(vector, dtype=np.float32),
+                            *prefix,
+                            path_field,
+                            copy_binary.int4(chunk.start_line),
+                            copy_binary.int4(chunk.end_line),
+                            copy_binary.text(chunk.hash),
+                            model_field,
+                            copy_binary.text(chunk.text.replace("\x00", "\ufffd")),  # no NUL
+                            copy_binary.tsvector(indexed.entries),
+                            copy_binary.int4(indexed.length),
+                            None if vector is None else copy_binary.int4(len(vector)),
+                            None if vector is None else copy_binary.vector(vector),
                         )
                     )
+
+        copy_binary.copy_rows(
+            conn,
+            self.t("chunks"),
+            "namespace, generation, source, path, start_line, end_line, hash, model, text, "
+            "tsv, ntokens, dims, embedding",
+            rows(),
+        )
         return loaded
 
     def apply_delta(self, conn: Conn, generation: int, added: Loaded, removed: Loaded) -> None:
@@ -344,10 +354,16 @@ class Store:
 
     def copy_term_stats(self, conn: Conn, generation: int, df: Mapping[str, int]) -> None:
         """Write a freshly loaded generation's document frequencies (no rows exist yet)."""
-        copy_sql = self.q("COPY {s} (namespace, generation, lexeme, df) FROM STDIN", s="term_stats")
-        with conn.cursor() as cur, cur.copy(copy_sql) as copy:
-            for lexeme, count in df.items():
-                copy.write_row((self.namespace, generation, lexeme, count))
+        prefix = (copy_binary.text(self.namespace), copy_binary.int8(generation))
+        copy_binary.copy_rows(
+            conn,
+            self.t("term_stats"),
+            "namespace, generation, lexeme, df",
+            (
+                copy_binary.row((*prefix, copy_binary.text(lexeme), copy_binary.int8(count)))
+                for lexeme, count in df.items()
+            ),
+        )
 
     def add_counts(self, conn: Conn, generation: int, chunks: int, tokens: int) -> None:
         if chunks or tokens:
@@ -359,6 +375,32 @@ class Store:
                 ),
                 (chunks, tokens, self.namespace, generation),
             )
+
+    def copy_files(self, conn: Conn, generation: int, rows: Sequence[FileRow]) -> None:
+        """COPY the file rows of a generation being built (none of them exists yet)."""
+        prefix = (
+            copy_binary.text(self.namespace),
+            copy_binary.int8(generation),
+            copy_binary.text(SOURCE),
+        )
+        copy_binary.copy_rows(
+            conn,
+            self.t("files"),
+            "namespace, generation, source, path, hash, mtime_ns, size, host",
+            (
+                copy_binary.row(
+                    (
+                        *prefix,
+                        copy_binary.text(r.path),
+                        copy_binary.text(r.hash),
+                        copy_binary.int8(r.mtime_ns),
+                        copy_binary.int8(r.size),
+                        copy_binary.text(r.host),
+                    )
+                )
+                for r in rows
+            ),
+        )
 
     def upsert_file(self, conn: Conn, generation: int, row: FileRow) -> None:
         conn.execute(
@@ -421,29 +463,48 @@ class Store:
     def cached_vectors(self, conn: Conn, key: CacheKey, hashes: Sequence[str]) -> dict[str, Vector]:
         if not hashes:
             return {}
-        rows = conn.execute(
-            self.q(
-                "SELECT hash, embedding FROM {e} WHERE provider = %s AND model = %s "
-                "AND provider_key = %s AND hash = ANY(%s)",
-                e="embedding_cache",
-            ),
-            (key.provider, key.model, key.provider_key, list(hashes)),
-        ).fetchall()
+        with conn.cursor(binary=True) as cur:
+            rows = cur.execute(
+                self.q(
+                    "SELECT hash, embedding FROM {e} WHERE provider = %s AND model = %s "
+                    "AND provider_key = %s AND hash = ANY(%s)",
+                    e="embedding_cache",
+                ),
+                (key.provider, key.model, key.provider_key, list(hashes)),
+            ).fetchall()
         return {r[0]: np.asarray(_array(r[1]), dtype=np.float32) for r in rows}
 
     def cache_vectors(self, conn: Conn, key: CacheKey, vectors: Mapping[str, Vector]) -> None:
-        """Add vectors to the shared cache (an entry another host wrote first is kept)."""
+        """Add vectors to the shared cache (an entry another host wrote first is kept): one
+        binary COPY into a transaction's staging table, then one insert from it."""
         if not vectors:
             return
-        with conn.transaction(), conn.cursor() as cur:
-            cur.executemany(
+        with conn.transaction():
+            conn.execute(
+                "CREATE TEMP TABLE memwell_cache_staging (hash text, dims integer, "
+                "embedding vector) ON COMMIT DROP"
+            )
+            copy_binary.copy_rows(
+                conn,
+                sql.Identifier("memwell_cache_staging"),
+                "hash, dims, embedding",
+                (
+                    copy_binary.row(
+                        (
+                            copy_binary.text(h),
+                            copy_binary.int4(len(v)),
+                            copy_binary.vector(v),
+                        )
+                    )
+                    for h, v in vectors.items()
+                ),
+            )
+            conn.execute(
                 self.q(
                     "INSERT INTO {e} (provider, model, provider_key, hash, dims, embedding) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    "SELECT %s, %s, %s, hash, dims, embedding FROM memwell_cache_staging "
+                    "ORDER BY hash ON CONFLICT DO NOTHING",  # one order: writers never deadlock
                     e="embedding_cache",
                 ),
-                [
-                    (key.provider, key.model, key.provider_key, h, len(v), np.asarray(v))
-                    for h, v in vectors.items()
-                ],
+                (key.provider, key.model, key.provider_key),
             )
