@@ -368,6 +368,13 @@ class EmbeddingRuntime:
         row: Vector = matrix[0]
         return row
 
+    def prepare_queries(self) -> None:
+        """Let the provider get ready for queries now (its optional ``prepare_queries()``,
+        called by a session's warm-up); a no-op for providers without one."""
+        prepare = getattr(self._require(), "prepare_queries", None)
+        if callable(prepare):
+            prepare()
+
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         """Embed several queries in one request when the provider can (``embed_queries``),
         else one by one; unit float32 rows, under the same retries and local timeouts."""

@@ -42,6 +42,8 @@ class EmbeddingProvider(Protocol):
 
     ``dims`` may be ``None`` until the first response; the core learns it from the vectors.
     Vectors may be any float sequences; the core converts them to L2-normalised float32.
+    Optional methods the core calls when present: ``embed_queries(texts)`` (several queries
+    in one request) and ``prepare_queries()`` (a session's warm-up: get ready for queries).
     """
 
     @property

@@ -223,3 +223,20 @@ def test_queries_switch_to_blocked_weights_on_the_second_small_pass() -> None:
     assert np.max(np.abs(first - second)) < 1e-6
     batch = encoder.encode(DOCUMENTS, batch_tokens=4096)
     assert np.max(np.abs(batch[5] - encoder.encode([DOCUMENTS[5]])[0])) < 1e-6
+
+
+def test_warm_up_prepares_the_query_layout_before_the_first_question(tmp_path: Path) -> None:
+    """A session's warm-up builds the query-blocked weights, so its first question does not."""
+    from memwell import close_all, open_memory
+
+    (tmp_path / "MEMORY.md").write_text("# Notes\n\nThe amber service listens on port 7.\n")
+    memory = open_memory(tmp_path)
+    try:
+        memory.warm()  # type: ignore[attr-defined]
+        provider = memory.runtime.provider  # type: ignore[attr-defined]
+        encoder = provider._numpy_encoder()
+        assert encoder is not None and len(encoder._blocks) == 4 * 6
+        hits = memory.search("which port does the amber service use")
+        assert hits and hits[0].path == "MEMORY.md"
+    finally:
+        close_all()

@@ -68,6 +68,11 @@ class QueryVectors:
             self._remember(key, vector)
         return vector
 
+    def warm(self) -> None:
+        """Load the model and prepare it for queries (a session's warm-up)."""
+        self.embed("warm-up")
+        self.runtime.prepare_queries()
+
     def embed_many(self, texts: Sequence[str]) -> Matrix:
         """One unit row per text, in order; the texts not in the memo go in one batch."""
         space = self.space

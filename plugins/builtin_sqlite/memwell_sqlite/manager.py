@@ -548,7 +548,7 @@ class SqliteMemoryManager(MemoryBackend):
             if store is not None and self.runtime.provider is not None:
                 self.vectors.preload(store, model, self.generation)
         if self.runtime.provider is not None:
-            self.query_vectors.embed("warm-up")
+            self.query_vectors.warm()
 
     # -- reads, status, probes --------------------------------------------------------------
 

@@ -126,7 +126,7 @@ class LanceMemoryManager(MemoryBackend):
         self._sync_before_search(None)
         self.db.open(self.index.chunks_name)
         if self.runtime.provider is not None:
-            self.query_vectors.embed("warm-up")
+            self.query_vectors.warm()
 
     # -- long-term memories: auto-recall and auto-capture -----------------------------------
 

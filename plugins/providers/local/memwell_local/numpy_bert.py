@@ -258,14 +258,23 @@ class NumpyBertEncoder:
         """Build the query-blocked weights on the second small forward pass."""
         with self._blocks_lock:
             self._small_passes += 1
-            if self._small_passes != 2:
-                return
-            blocks = {}
-            for name in self._dense_names():
-                found = query_blocks(self._w[f"{name}.weight"])
-                if found is not None:
-                    blocks[name] = found
-            self._blocks = blocks
+            if self._small_passes == 2:
+                self._build_blocks()
+
+    def _build_blocks(self) -> None:
+        if self._blocks:
+            return
+        blocks = {}
+        for name in self._dense_names():
+            found = query_blocks(self._w[f"{name}.weight"])
+            if found is not None:
+                blocks[name] = found
+        self._blocks = blocks
+
+    def prepare_queries(self) -> None:
+        """Build the query-blocked weights now (a session's warm-up), not on the second query."""
+        with self._blocks_lock:
+            self._build_blocks()
 
     def _dense(self, x: Array, name: str) -> Array:
         blocks = self._blocks.get(name) if len(x) <= SMALL_ROWS else None

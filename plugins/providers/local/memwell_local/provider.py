@@ -346,6 +346,12 @@ class SentenceTransformerProvider:
         row: Vector = self.embed_batch([text])[0]
         return row
 
+    def prepare_queries(self) -> None:
+        """Warm-up: load the query engine and lay out its weights for queries now."""
+        encoder = self._numpy_encoder() if self._st is None else None
+        if encoder is not None:
+            encoder.prepare_queries()
+
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         """Query vectors for ``texts`` in one call, each equal to :meth:`embed_query`'s."""
         encoder = self._numpy_encoder() if self._st is None else None
