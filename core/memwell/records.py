@@ -1,0 +1,103 @@
+"""Records: the typed values memwell exchanges (results, statuses, settings).
+
+They are :mod:`msgspec` structs: building one is a plain ``__init__``, validating outside data is
+one :func:`msgspec.convert` call, and importing them costs a few milliseconds where pydantic
+cost the CLI a fifth of a second. :class:`Record` keeps the calls callers made on the pydantic
+models these types used to be (``model_dump``, ``model_copy``, ``model_validate``), with the
+same meaning, so code written against them keeps working.
+
+A subclass lists fields that ``model_dump`` leaves out in :attr:`Record.dump_exclude`; a field
+with another name on the wire is declared ``msgspec.field(name="...")`` and dumped under that
+name with ``by_alias=True``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypeVar
+
+import msgspec
+
+_R = TypeVar("_R", bound="Record")
+DumpMode = Literal["python", "json"]
+
+
+class Record(msgspec.Struct, kw_only=True):
+    """Base of memwell's records: a keyword-only struct with model-style helpers."""
+
+    dump_exclude: ClassVar[frozenset[str]] = frozenset()
+    """Fields :meth:`model_dump` leaves out (internal flags that payloads must not carry)."""
+
+    def model_dump(self, *, mode: DumpMode = "python", by_alias: bool = False) -> dict[str, Any]:
+        """The record as a dict, nested records included.
+
+        ``mode="json"`` gives only JSON types (dates and paths as strings, tuples as lists);
+        ``by_alias`` uses each field's wire name (``msgspec.field(name=...)``).
+        """
+        out = _dump(self, mode, by_alias)
+        assert isinstance(out, dict)
+        return out
+
+    def model_copy(self: _R, *, update: Mapping[str, Any] | None = None) -> _R:
+        """A shallow copy with ``update``'s fields replaced (not validated, as in pydantic)."""
+        return msgspec.structs.replace(self, **dict(update or {}))
+
+    @classmethod
+    def model_validate(cls: type[_R], data: Any) -> _R:
+        """Validate ``data`` (a mapping, or an object with the fields as attributes).
+
+        Strings are converted where a number or a boolean is expected, as pydantic's lax mode
+        did; a non-finite float is refused.
+
+        :raises msgspec.ValidationError: naming the path of the first bad value (a
+            :class:`ValueError`).
+        """
+        if isinstance(data, cls):
+            return data
+        value = msgspec.convert(data, cls, strict=False, from_attributes=True)
+        _check_finite(value, "$")
+        return value
+
+
+def _dump(value: Any, mode: DumpMode, by_alias: bool) -> Any:
+    if isinstance(value, Record):
+        skip = type(value).dump_exclude
+        return {
+            (field.encode_name if by_alias else field.name): _dump(
+                getattr(value, field.name), mode, by_alias
+            )
+            for field in msgspec.structs.fields(value)
+            if field.name not in skip
+        }
+    if isinstance(value, dict):
+        return {key: _dump(item, mode, by_alias) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_dump(item, mode, by_alias) for item in value]
+    if isinstance(value, tuple):
+        items = [_dump(item, mode, by_alias) for item in value]
+        return items if mode == "json" else tuple(items)
+    if mode == "json":
+        if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+            return value.isoformat()
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if isinstance(value, (set, frozenset)):
+            return [_dump(item, mode, by_alias) for item in value]
+    return value
+
+
+def _check_finite(value: Any, where: str) -> None:
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise msgspec.ValidationError(f"Expected a finite number, got {value} - at `{where}`")
+    elif isinstance(value, Record):
+        for field in msgspec.structs.fields(value):
+            _check_finite(getattr(value, field.name), f"{where}.{field.encode_name}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_finite(item, f"{where}[{index}]")
