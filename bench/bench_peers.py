@@ -751,6 +751,8 @@ def main() -> None:
         if behind
         else "memwell is ahead (ratio ≥ 1) on every row measured"
     )
+    if errors:
+        verdict += f"; {len(errors)} step(s) failed (ERROR above): their rows are not compared"
     table += f"\n\n{verdict}"
     print(table)
     if args.markdown:
