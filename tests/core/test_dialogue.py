@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +12,8 @@ from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import chunk_markdown
 from memwell.retrieval.dialogue import dialogue_weights, is_dialogue, mostly_dialogue, turn_speaker
 from memwell.retrieval.pipeline import fuse_hybrid
+from memwell.session_capture import render_session_note
+from memwell.sources.sessions import TranscriptMessage
 
 CONVERSATION = """# Session 1: 1:56 pm on 8 May, 2023
 
@@ -32,6 +36,22 @@ def test_a_session_note_and_its_chunks_of_turns_are_dialogue() -> None:
     assert not is_dialogue(tail.text)
 
 
+def test_memwell_session_notes_are_dialogue() -> None:
+    roles = ["user", "assistant"] * 5
+    messages = [
+        TranscriptMessage(role, f"message {i} about the release", 0) for i, role in enumerate(roles)
+    ]
+    note = render_session_note(
+        messages,
+        ended_at=datetime(2026, 12, 2, tzinfo=timezone.utc),
+        session_key="k",
+        session_id="s",
+        source="test",
+    )
+    assert turn_speaker("assistant: message 1 about the release") == "assistant"
+    assert is_dialogue(note), "ten turns after three metadata lines"
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -41,6 +61,8 @@ def test_a_session_note_and_its_chunks_of_turns_are_dialogue() -> None:
         "BACKGROUND: Statins lower LDL. METHODS: We pooled trials. RESULTS: Risk fell.",
         # prose that mentions a speaker once
         "We met on Monday.\nAnn: asked about the release.\nThe rest was planning.\nDone.",
+        # a list with one "speaker"
+        "TODO: call Ann\nTODO: book the room\nTODO: send the agenda",
         # two turns are not a transcript yet
         "Ann: hi\nBob: hi",
         # a note with a few turns quoted among more prose lines
@@ -54,7 +76,7 @@ def test_other_notes_are_not_dialogue(text: str) -> None:
 @given(st.lists(st.sampled_from(["Ann", "Bob", "Dr. Lee"]), min_size=3, max_size=12))
 def test_turn_lines_with_a_repeated_speaker_are_dialogue(speakers: list[str]) -> None:
     text = "\n".join(f"{name}: line {i} of the talk" for i, name in enumerate(speakers))
-    assert is_dialogue(text) == (len(set(speakers)) < len(speakers))
+    assert is_dialogue(text) == (2 <= len(set(speakers)) < len(speakers))
 
 
 def _cand(cid: str, text: str, vector_score: float, text_score: float) -> Candidate:

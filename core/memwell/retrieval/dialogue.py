@@ -9,10 +9,11 @@ R@1 0.741 at the default 0.7/0.3, 0.747-0.751 at a vector weight of 0.55-0.65; R
 Quality). SciFact abstracts and ordinary notes are not dialogue-shaped, so their weights stay.
 
 A chunk is dialogue-shaped when at least :data:`MIN_TURNS` of its lines are turns, turns are
-at least :data:`TURN_SHARE` of its lines (blank lines and Markdown headings aside), and some
-speaker has more than one turn (``Owner: Ann`` / ``Due: Friday`` metadata names each key
-once). A query is answered with the dialogue weights when most of the contenders, the first
-:data:`CONTENDERS` candidates of each retriever, are dialogue-shaped.
+at least :data:`TURN_SHARE` of its lines (blank lines and Markdown headings aside), at least
+two speakers talk and some speaker has more than one turn (``Owner: Ann`` / ``Due: Friday``
+metadata names each key once, a ``TODO: ...`` list has one "speaker"). A query is answered
+with the dialogue weights when most of the contenders, the first :data:`CONTENDERS`
+candidates of each retriever, are dialogue-shaped.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from memwell.config import HybridSettings
 from memwell.retrieval.candidate import Candidate
 
 MIN_TURNS = 3
-TURN_SHARE = 0.8
+TURN_SHARE = 0.75
 CONTENDERS = 10
 
-# "Caroline: ...", "Dr. Lee: ...", "Mary Ann Smith: ..." (up to three capitalised words).
-_TURN = re.compile(r"([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s+\S")
+# "Caroline: ...", "Dr. Lee: ...", "Mary Ann Smith: ...", memwell's own session notes
+# "user: ..." / "assistant: ..." (up to three words of letters, first one a letter).
+_TURN = re.compile(r"([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30}){0,2}):\s+\S")
 
 
 def turn_speaker(line: str) -> str | None:
@@ -44,7 +46,7 @@ def is_dialogue(text: str) -> bool:
     return (
         len(speakers) >= MIN_TURNS
         and len(speakers) >= TURN_SHARE * len(lines)
-        and len(set(speakers)) < len(speakers)
+        and 2 <= len(set(speakers)) < len(speakers)
     )
 
 
