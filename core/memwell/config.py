@@ -89,6 +89,10 @@ class HybridSettings(_Strict):
     #: Added to hits that say when (a date, "yesterday", "last week") if the query asks
     #: "when" or "how long"; 0 turns it off.
     when_boost: float = Field(0.2, ge=0.0, le=1.0)
+    #: Vector weight (text weight: 1 minus it) of a query whose best candidates are
+    #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
+    #: vector_weight / text_weight for them too.
+    dialogue_vector_weight: float = Field(0.65, ge=0.0, le=1.0)
 
 
 class QuerySettings(_Strict):

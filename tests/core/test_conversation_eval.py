@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,20 @@ def test_eval_command_on_conversations_keyword_mode(tmp_path: Path) -> None:
     # each conversation is its own workspace
     assert (tmp_path / "work" / "c2" / "memory" / "2022-03-01-session-1.md").is_file()
     assert not (tmp_path / "work" / "c2" / "memory" / "2023-05-08-session-1.md").exists()
+
+
+def test_eval_table_header_separates_every_column(tmp_path: Path) -> None:
+    data = write_locomo(tmp_path / "data")
+    args = ["--provider", "none", "eval", "--dataset", str(data), "--mode", "keyword"]
+    result = CliRunner().invoke(cli, [*args, "--workdir", str(tmp_path / "work")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    header = next(line for line in lines if "sess R@1" in line)
+    labels = ["sess R@1", "sess R@3", "sess R@5", "turn R@5", "turn R@10", "floor_kept"]
+    labels.append("floor_empty")
+    assert header.split() == " ".join(labels).split()  # not "turn R@10floor_kept..."
+    overall = next(line for line in lines if line.strip().startswith("overall"))
+    # every figure ends under the end of its column name
+    ends = [header.index(name) + len(name) for name in labels]
+    cells = [m.end() for m in re.finditer(r"\d\.\d{3}", overall)]
+    assert cells == ends

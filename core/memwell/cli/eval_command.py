@@ -218,10 +218,11 @@ def _eval_conversations(
         n.replace("session_recall_at_", "sess R@").replace("turn_recall_at_", "turn R@")
         for n in names
     ]
-    click.echo(f"  {'':<14}" + "".join(f"{label:>10}" for label in labels))
+    width = max(map(len, labels)) + 2  # a space between every two column names
+    click.echo(f"  {'':<14}" + "".join(f"{label:>{width}}" for label in labels))
     rows = [("overall", summary["overall"]), ("categories 1-4", summary["categories_1_4"])]
     rows += list(summary["by_category"].items())
     for label, means in rows:
-        cells = "".join(f"{means[n]:>10.3f}" for n in names)
+        cells = "".join(f"{means[n]:>{width}.3f}" for n in names)
         click.echo(f"  {label:<14}{cells}  ({int(means['questions'])} questions)")
     click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")

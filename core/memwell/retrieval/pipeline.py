@@ -15,6 +15,7 @@ from .calibration import Calibration
 from .candidate import Candidate
 from .date_match import boost_dates
 from .decay import apply_temporal_decay
+from .dialogue import dialogue_weights
 from .fts_query import keyword_boost, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from .mmr import mmr_rerank
@@ -62,8 +63,10 @@ def fuse_hybrid(
     With the provider's ``calibration`` and weighted fusion, the ranked scores are mapped
     through :meth:`Calibration.fused_score` (monotone, so the ranking stays) and the floor is
     strict; otherwise (no calibration, or RRF's rank-based scores) the strict-then-relaxed
-    floor of :func:`relaxed_filter` applies.
+    floor of :func:`relaxed_filter` applies. Conversation transcripts fuse with their own
+    weights (:func:`~memwell.retrieval.dialogue.dialogue_weights`).
     """
+    hybrid = dialogue_weights(hybrid, vector, keyword)
     vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
     if hybrid.fusion == "rrf":
         merged = merge_rrf(
