@@ -77,13 +77,13 @@ def timed(args: list[str], runs: int, envs: list[dict[str, str]]) -> list[tuple[
     ]
 
 
-def import_costs(args: list[str], runs: int) -> list[tuple[str, float, float]]:
-    """``(module, self ms, cumulative ms)`` of every module ``args`` imports, each the least
-    over ``runs`` runs of ``python -X importtime``, most expensive first."""
+def import_costs(args: list[str], runs: int, env: dict[str, str]) -> list[tuple[str, float, float]]:
+    """``(module, self ms, cumulative ms)`` of every module ``args`` imports in ``env``, each
+    the least over ``runs`` runs of ``python -X importtime``, most expensive first."""
     least: dict[str, tuple[float, float]] = {}
     for _ in range(runs):
         report = subprocess.run(
-            [args[0], "-X", "importtime", *args[1:]], capture_output=True, text=True, env=ENV
+            [args[0], "-X", "importtime", *args[1:]], capture_output=True, text=True, env=env
         ).stderr
         for line in report.splitlines():
             fields = line.removeprefix("import time:").split("|")
@@ -144,7 +144,11 @@ def main() -> None:
             ),
         }
         python_alone = timed([sys.executable, "-c", "pass"], args.runs, [ENV])[0]
-        imports = import_costs(keyword_search, args.runs)[: args.imports] if args.imports else []
+        imports = (
+            import_costs(keyword_search, args.runs, envs[-1])[: args.imports]
+            if args.imports
+            else []
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -13,6 +13,7 @@ SearchMode = Literal["hybrid", "fts-only", "vector-only", "file-scan", "disabled
 """``file-scan``: no usable keyword index, so the Markdown files themselves are scanned."""
 
 
+# mypy's dataclass rule refuses a frozen subclass of a mutable base; msgspec allows it.
 class MemorySearchResult(Record, frozen=True, kw_only=True):  # type: ignore[misc]
     """One search hit with exact provenance.
 
