@@ -15,7 +15,6 @@ name with ``by_alias=True``.
 from __future__ import annotations
 
 import datetime as _dt
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeVar
@@ -70,6 +69,8 @@ class Record(msgspec.Struct, kw_only=True):
 
         :raises TypeError: for a field type outside those.
         """
+        import inspect
+
         import msgspec.inspect as mi
 
         info = mi.type_info(cls)
