@@ -9,7 +9,9 @@ JSON Schema pydantic gave for the field types records use.
 
 A subclass lists fields that ``model_dump`` leaves out in :attr:`Record.dump_exclude`; a field
 with another name on the wire is declared ``msgspec.field(name="...")`` and dumped under that
-name with ``by_alias=True``.
+name with ``by_alias=True``. msgspec does not inherit ``kw_only``: declare a subclass
+``class Hit(Record, kw_only=True)`` to keep construction keyword-only (and a required field
+after a defaulted one legal).
 """
 
 from __future__ import annotations
