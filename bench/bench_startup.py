@@ -11,9 +11,11 @@ once and reuses them (indexing 1,000 files with the model takes minutes on 2 cor
 ``--baseline TREE`` (an exported checkout, e.g. ``git archive main | tar -x -C TREE``) runs
 every command alternately with TREE's core and first-party plugins first on ``PYTHONPATH``
 and with this checkout's the same way, so both sides see the same load and the same path.
+``--imports N`` then lists the N modules that cost the keyword search most to import (self
+time, the least of ``--runs`` ``python -X importtime`` runs, so load spikes drop out).
 
     python bench/bench_startup.py [--files 1000] [--hybrid-files 1000] [--runs 7] [--keep DIR]
-        [--baseline TREE]
+        [--baseline TREE] [--imports N]
 """
 
 from __future__ import annotations
@@ -75,6 +77,24 @@ def timed(args: list[str], runs: int, envs: list[dict[str, str]]) -> list[tuple[
     ]
 
 
+def import_costs(args: list[str], runs: int, env: dict[str, str]) -> list[tuple[str, float, float]]:
+    """``(module, self ms, cumulative ms)`` of every module ``args`` imports in ``env``, each
+    the least over ``runs`` runs of ``python -X importtime``, most expensive first."""
+    least: dict[str, tuple[float, float]] = {}
+    for _ in range(runs):
+        report = subprocess.run(
+            [args[0], "-X", "importtime", *args[1:]], capture_output=True, text=True, env=env
+        ).stderr
+        for line in report.splitlines():
+            fields = line.removeprefix("import time:").split("|")
+            if not line.startswith("import time:") or not fields[0].strip().isdigit():
+                continue
+            name, own, total = fields[2].strip(), int(fields[0]) / 1e3, int(fields[1]) / 1e3
+            seen = least.get(name, (own, total))
+            least[name] = (min(seen[0], own), min(seen[1], total))
+    return sorted(((n, o, t) for n, (o, t) in least.items()), key=lambda row: -row[1])
+
+
 def indexed(root: Path, name: str, files: int, provider: str) -> Path:
     """A generated workspace of ``files`` files, indexed with ``provider`` (reused if built)."""
     ws = root / f"{name}-{files}"
@@ -93,6 +113,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="Build (once) and reuse workspaces here.")
     parser.add_argument("--baseline", type=Path, help="A checkout to compare with, same run.")
+    parser.add_argument("--imports", type=int, default=0, help="List the N costliest imports.")
     args = parser.parse_args()
     ENV.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -112,13 +133,10 @@ def main() -> None:
     try:
         keyword_ws = indexed(root, "keyword", args.files, "none")
         hybrid_ws = indexed(root, "hybrid", args.hybrid_files, "local")
+        keyword_search = [*MEMWELL, "--provider", "none", "-w", str(keyword_ws), "search", QUERY]
         rows = {
             "--help": timed([*MEMWELL, "--help"], args.runs, envs),
-            "keyword one-shot search": timed(
-                [*MEMWELL, "--provider", "none", "-w", str(keyword_ws), "search", QUERY],
-                args.runs,
-                envs,
-            ),
+            "keyword one-shot search": timed(keyword_search, args.runs, envs),
             "hybrid one-shot search": timed(
                 [*MEMWELL, "--provider", "local", "-w", str(hybrid_ws), "search", QUERY],
                 args.runs,
@@ -126,6 +144,11 @@ def main() -> None:
             ),
         }
         python_alone = timed([sys.executable, "-c", "pass"], args.runs, [ENV])[0]
+        imports = (
+            import_costs(keyword_search, args.runs, envs[-1])[: args.imports]
+            if args.imports
+            else []
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
@@ -144,6 +167,11 @@ def main() -> None:
         met = "yes" if seconds < TARGETS[name] else "no"
         print(f"| {name}{before} | {seconds:.3f} | {cpu:.3f} | < {TARGETS[name]} | {met} |")
     print(f"| (python -c pass, for scale) | {python_alone[0]:.3f} | {python_alone[1]:.3f} | | |")
+    if imports:
+        print("\nkeyword search imports (least of the runs, ms)\n| module | self | cumulative |")
+        print("|---|---|---|")
+        for name, own, total in imports:
+            print(f"| {name} | {own:.1f} | {total:.1f} |")
 
 
 if __name__ == "__main__":

@@ -30,10 +30,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from memwell.config import FlushSettings, MemwellSettings
 from memwell.errors import InvalidArgumentError
+from memwell.records import Record
 from memwell.writing.atomic import read_state, replace_file, write_lock
 
 log = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ class ContextUsage:
     reserve_tokens: int | None = None
 
 
-class FlushPlan(BaseModel):
+class FlushPlan(Record, kw_only=True):
     """The decision. ``prompt``, ``system_prompt`` and ``target`` are set when ``flush``."""
 
     flush: bool
@@ -232,29 +231,29 @@ def plan_flush(
     moment = now or datetime.now().astimezone()
     threshold = flush_threshold(usage, cfg)
     cycle = str(usage.compaction_count)
-    base: dict[str, int | str] = {
-        "tokens_used": usage.tokens_used,
-        "context_window": usage.context_window,
-        "threshold_tokens": threshold,
-        "cycle": cycle,
-        "session_key": session_key,
-    }
+    held = FlushPlan(
+        flush=False,
+        reason="",
+        tokens_used=usage.tokens_used,
+        context_window=usage.context_window,
+        threshold_tokens=threshold,
+        cycle=cycle,
+        session_key=session_key,
+    )
     if not cfg.enabled:
-        return FlushPlan(flush=False, reason="the flush is disabled ([flush] enabled)", **base)
+        return held.model_copy(update={"reason": "the flush is disabled ([flush] enabled)"})
     due, reason = _due(usage, cfg, threshold)
     if not due:
-        return FlushPlan(flush=False, reason=reason, **base)
+        return held.model_copy(update={"reason": reason})
     if not (state or MemoryFlushState()).claim(session_key, cycle):
-        return FlushPlan(flush=False, reason=f"already flushed in compaction cycle {cycle}", **base)
-    return _flush_now(cfg, moment, reason, base)
+        return held.model_copy(update={"reason": f"already flushed in compaction cycle {cycle}"})
+    return _flush_now(cfg, moment, reason, held)
 
 
-def _flush_now(
-    cfg: FlushSettings, moment: datetime, reason: str, base: dict[str, int | str]
-) -> FlushPlan:
-    return FlushPlan.model_validate(
-        {
-            **base,
+def _flush_now(cfg: FlushSettings, moment: datetime, reason: str, held: FlushPlan) -> FlushPlan:
+    """``held`` (the usage figures) turned into a flush for ``reason``."""
+    return held.model_copy(
+        update={
             "flush": True,
             "reason": reason,
             "target": daily_target(moment),
@@ -296,15 +295,17 @@ def plan_from_arguments(
     if (tokens is None) != (window is None):
         raise InvalidArgumentError("give both tokens_used and context_window, or neither")
     if tokens is None or window is None:
-        base: dict[str, int | str] = {
-            "tokens_used": 0,
-            "context_window": 0,
-            "threshold_tokens": 0,
-            "cycle": cycle,
-            "session_key": session_key,
-        }
+        held = FlushPlan(
+            flush=False,
+            reason="",
+            tokens_used=0,
+            context_window=0,
+            threshold_tokens=0,
+            cycle=cycle,
+            session_key=session_key,
+        )
         moment = now or datetime.now().astimezone()
-        return _flush_now(settings or FlushSettings(), moment, "requested by the host", base)
+        return _flush_now(settings or FlushSettings(), moment, "requested by the host", held)
     usage = ContextUsage(
         tokens_used=tokens,
         context_window=window,

@@ -1,51 +1,89 @@
-"""Pydantic models exchanged between the core, backends and callers."""
+"""Records exchanged between the core, backends and callers (:class:`~memwell.records.Record`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import operator
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
+
+from .records import Record
 
 SearchMode = Literal["hybrid", "fts-only", "vector-only", "file-scan", "disabled"]
 """``file-scan``: no usable keyword index, so the Markdown files themselves are scanned."""
 
 
-class MemorySearchResult(BaseModel):
+# mypy's dataclass rule refuses a frozen subclass of a mutable base; msgspec allows it.
+class MemorySearchResult(Record, frozen=True, kw_only=True):  # type: ignore[misc]
     """One search hit with exact provenance.
 
     ``path`` is workspace-relative with ``/`` separators; lines are 1-based and inclusive
     (for session transcripts they are lines of the JSONL file); ``score`` is in [0, 1],
-    higher is better.
+    higher is better. Immutable and hashable.
+
+    Construction checks the lines and the score (backends, third-party ones included, build
+    these): a ``ValueError`` names a bad one. Integer-like lines and number-like scores (NumPy
+    scalars, an ``int`` score) are stored as ``int`` and ``float``.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     path: str
-    start_line: int = Field(ge=1)
-    end_line: int = Field(ge=1)
-    score: float = Field(ge=0.0, le=1.0)
+    start_line: int
+    end_line: int
+    score: float
     snippet: str
     source: str = "memory"
     citation: str | None = None
 
+    def __post_init__(self) -> None:
+        start, end, score = self.start_line, self.end_line, self.score
+        if type(start) is not int or type(end) is not int or type(score) is not float:
+            start, end, score = _plain_int(start), _plain_int(end), _plain_float(score)
+            msgspec.structs.force_setattr(self, "start_line", start)
+            msgspec.structs.force_setattr(self, "end_line", end)
+            msgspec.structs.force_setattr(self, "score", score)
+        if start < 1 or end < 1:
+            raise ValueError(f"search result {self.path!r}: lines are 1-based, got {start}-{end}")
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"search result {self.path!r}: score {score!r} is not in [0, 1]")
 
-class ReadFileResult(BaseModel):
+
+def _plain_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"a line number must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"a line number must be an integer, got {value!r}") from None
+
+
+def _plain_float(value: Any) -> float:
+    if isinstance(value, (bool, str, bytes)):
+        raise ValueError(f"a score must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"a score must be a number, got {value!r}") from None
+
+
+class ReadFileResult(Record, kw_only=True):
     """Text returned by ``read_file``; a missing file gives empty text and ``missing``."""
+
+    dump_exclude: ClassVar[frozenset[str]] = frozenset({"missing"})
 
     path: str
     text: str
-    missing: bool = Field(default=False, exclude=True)
+    missing: bool = False
     """The file does not exist (not serialised: payloads keep their ``path``/``text`` shape)."""
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(Record, kw_only=True):
     """Outcome of an availability probe."""
 
     ok: bool
     error: str | None = None
 
 
-class SyncProgress(BaseModel):
+class SyncProgress(Record, kw_only=True):
     """Progress reported while indexing: files done of ``total``, and chunks written so far
     of ``total_chunks`` (0 when the backend does not count chunks)."""
 
@@ -56,24 +94,24 @@ class SyncProgress(BaseModel):
     total_chunks: int = 0
 
 
-class SourceCount(BaseModel):
+class SourceCount(Record, kw_only=True):
     source: str
     files: int
     chunks: int
 
 
-class CacheStatus(BaseModel):
+class CacheStatus(Record, kw_only=True):
     enabled: bool
     entries: int = 0
     max_entries: int | None = None
 
 
-class RecallTierStatus(BaseModel):
+class RecallTierStatus(Record, kw_only=True):
     hits: int = 0
     misses: int = 0
 
 
-class RecallCacheStatus(BaseModel):
+class RecallCacheStatus(Record, kw_only=True):
     """The recall cache in front of the backend: tiers' counters and bounds.
 
     ``enabled`` is false when settings turn it off or the backend gives no content version
@@ -89,13 +127,13 @@ class RecallCacheStatus(BaseModel):
     max_bytes: int = 0
     evictions: int = 0
     invalidations: int = 0
-    exact: RecallTierStatus = Field(default_factory=RecallTierStatus)
+    exact: RecallTierStatus = msgspec.field(default_factory=RecallTierStatus)
     semantic: RecallTierStatus | None = None
     semantic_off: str | None = None
     backend_searches: int = 0
 
 
-class RecallTrackingStatus(BaseModel):
+class RecallTrackingStatus(Record, kw_only=True):
     """The sidecar in ``status()``: where it is, how many chunks it tracks, the last error."""
 
     enabled: bool
@@ -105,14 +143,14 @@ class RecallTrackingStatus(BaseModel):
     error: str | None = None
 
 
-class FtsStatus(BaseModel):
+class FtsStatus(Record, kw_only=True):
     enabled: bool
     available: bool
     tokenizer: str = "unicode61"
     error: str | None = None
 
 
-class VectorStatus(BaseModel):
+class VectorStatus(Record, kw_only=True):
     enabled: bool
     available: bool
     engine: str | None = None
@@ -121,24 +159,23 @@ class VectorStatus(BaseModel):
     dims: int | None = None
 
 
-class FallbackStatus(BaseModel):
+class FallbackStatus(Record, kw_only=True):
     """Records a switch: from what, to what, and why."""
 
-    from_: str = Field(alias="from")
+    from_: str = msgspec.field(name="from")
+    """Dumped as ``from`` with ``by_alias=True``; ``model_validate`` reads ``from``."""
     to: str | None = None
     reason: str
 
-    model_config = ConfigDict(populate_by_name=True)
 
-
-class SearchDegradation(BaseModel):
+class SearchDegradation(Record, kw_only=True):
     """A search that ran in a lesser mode than configured: the mode it used, and why."""
 
     mode: SearchMode
     reason: str
 
 
-class MemoryStatus(BaseModel):
+class MemoryStatus(Record, kw_only=True):
     """A snapshot of a manager's state; every backend fills what applies to it."""
 
     backend: str
@@ -153,9 +190,9 @@ class MemoryStatus(BaseModel):
     dirty: bool = False
     workspace_dir: str
     db_path: str | None = None
-    extra_paths: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=lambda: ["memory"])
-    source_counts: list[SourceCount] = Field(default_factory=list)
+    extra_paths: list[str] = msgspec.field(default_factory=list)
+    sources: list[str] = msgspec.field(default_factory=lambda: ["memory"])
+    source_counts: list[SourceCount] = msgspec.field(default_factory=list)
     cache: CacheStatus | None = None
     recall_cache: RecallCacheStatus | None = None
     recall_tracking: RecallTrackingStatus | None = None
@@ -165,9 +202,9 @@ class MemoryStatus(BaseModel):
     provider_fallback: FallbackStatus | None = None
     degraded: SearchDegradation | None = None
     last_sync_error: str | None = None
-    unreadable: list[str] = Field(default_factory=list)
+    unreadable: list[str] = msgspec.field(default_factory=list)
     """Memory files or directories the last sync could not read (each with the reason)."""
-    custom: dict[str, Any] = Field(default_factory=dict)
+    custom: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Queries longer than this are cut to it before searching (``query.max_chars``).
     query_max_chars: int | None = None
 

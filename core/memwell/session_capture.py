@@ -33,11 +33,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+import msgspec
 
 from memwell.agent import TurnMessage
 from memwell.errors import InvalidArgumentError, MemwellError, ProviderError, WriteRefusedError
 from memwell.plugins import PluginRegistry, get_registry
+from memwell.records import Record
 from memwell.slugs import dated_note_path, generated_slug, keyword_slug
 from memwell.sources.redact import redact
 from memwell.sources.sessions import TranscriptMessage, read_transcript_messages
@@ -60,7 +61,7 @@ class SessionCaptureError(MemwellError):
     """A conversation could not be saved: no messages, or an unreadable transcript."""
 
 
-class SessionSaveResult(BaseModel):
+class SessionSaveResult(Record, kw_only=True):
     """A saved session note.
 
     ``messages`` were written out of ``total_messages`` kept; ``skipped_lines`` transcript
@@ -78,7 +79,7 @@ class SessionSaveResult(BaseModel):
     redacted: bool = False
     indexed: bool
     index_error: str | None = None
-    notes: list[str] = []
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True)

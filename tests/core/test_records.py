@@ -48,7 +48,7 @@ def test_json_dump_uses_wire_names_and_json_types() -> None:
     dumped = record.model_dump(mode="json", by_alias=True)
     assert dumped["inner"] == {"weight": 0.5, "lambda": 0.7}
     assert dumped["tags"] == ["x"]
-    assert dumped["when"] == "2026-12-02T07:00:00+00:00"
+    assert dumped["when"] == "2026-12-02T07:00:00Z"  # UTC as pydantic wrote it
     assert dumped["where"] == "memory/a.md"
 
 

@@ -149,7 +149,7 @@ def test_session_secrets_reach_no_index_provider_or_log(
         payload = execute_tool(
             "memory_search", {"query": "key token bearer", "max_results": 50}, manager
         )
-        shown = json.dumps(payload) + status.model_dump_json()
+        shown = json.dumps(payload) + json.dumps(status.model_dump(mode="json"))
         shown += "".join(h.snippet for h in hits)
         current = IndexDir(index_root(workspace)).current()
         assert current is not None

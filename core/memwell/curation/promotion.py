@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+import msgspec
 
 from ..config import MemwellSettings, PromotionSettings, PromotionWeights
 from ..manager import MemorySearchManager
+from ..records import Record
 from ..sources.paths import read_memory_file
 from ..writing.atomic import write_lock
 from ..writing.writer import MemoryWriter
@@ -113,7 +114,7 @@ def normalized_weights(weights: PromotionWeights) -> dict[str, float]:
     return {name: value / total for name, value in raw.items()}
 
 
-class PromotionCandidate(BaseModel):
+class PromotionCandidate(Record, kw_only=True):
     """A ranked chunk: its history, each component and the weighted score."""
 
     key: str
@@ -215,7 +216,7 @@ def rank_candidates(
     return sorted(ranked, key=lambda c: (-c.score, -c.recall_count, c.path))
 
 
-class SkippedCandidate(BaseModel):
+class SkippedCandidate(Record, kw_only=True):
     """A qualified candidate that was not appended, and why."""
 
     key: str
@@ -223,15 +224,15 @@ class SkippedCandidate(BaseModel):
     reason: str
 
 
-class PromotionResult(BaseModel):
+class PromotionResult(Record, kw_only=True):
     """What :func:`promote` did: the ranking, what it appended, what it skipped."""
 
     dry_run: bool
     memory_file: str
     heading: str
     candidates: list[PromotionCandidate]
-    appended: list[PromotionCandidate] = []
-    skipped: list[SkippedCandidate] = []
+    appended: list[PromotionCandidate] = msgspec.field(default_factory=list)
+    skipped: list[SkippedCandidate] = msgspec.field(default_factory=list)
 
 
 def bullet(candidate: PromotionCandidate, text: str) -> str:

@@ -420,9 +420,9 @@ class RecallTracker:
     def status(self) -> RecallTrackingStatus:
         """The sidecar's state; an unreadable sidecar is reported, not raised."""
         self.flush()
-        base = {"enabled": True, "path": str(self.path)}
+        path = str(self.path)
         if not self.path.exists():
-            return RecallTrackingStatus(**base, error=self.last_error)
+            return RecallTrackingStatus(enabled=True, path=path, error=self.last_error)
         try:
             with self._lock:
                 count, promoted = (
@@ -432,5 +432,7 @@ class RecallTracker:
                 )
         except Exception as exc:
             self._failed("reading the sidecar", exc)
-            return RecallTrackingStatus(**base, error=self.last_error)
-        return RecallTrackingStatus(**base, entries=count, promoted=promoted, error=self.last_error)
+            return RecallTrackingStatus(enabled=True, path=path, error=self.last_error)
+        return RecallTrackingStatus(
+            enabled=True, path=path, entries=count, promoted=promoted, error=self.last_error
+        )

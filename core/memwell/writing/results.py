@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel
+from memwell.records import Record
 
 Operation = Literal["append", "create", "replace"]
 
 
-class WriteResult(BaseModel):
+class WriteResult(Record, kw_only=True):
     """One completed write.
 
     ``start_line``..``end_line`` (1-based, inclusive) is where the written text now lies;
@@ -32,7 +32,7 @@ class WriteResult(BaseModel):
     index_error: str | None = None
 
 
-class RecentFile(BaseModel):
+class RecentFile(Record, kw_only=True):
     """A memory file and when it last changed (UTC)."""
 
     path: str
