@@ -10,6 +10,7 @@ so an error names the key and the file it came from.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -287,6 +288,11 @@ class MemwellSettings(_Strict):
     providers: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if isinstance(value, dict) and name not in ("backends", "providers"):
+                # MemwellSettings(query={...}): a table given as a mapping, as pydantic took it.
+                setattr(self, name, _table_types()[name].model_validate(value))
         self.sources = sorted(set(self.sources or ["memory"]))
         self.extra_paths = list(dict.fromkeys(p.strip() for p in self.extra_paths if p.strip()))
 
@@ -298,6 +304,16 @@ class MemwellSettings(_Strict):
     def fingerprint(self) -> str:
         """A stable string identifying these settings (used as a cache key)."""
         return msgspec.json.encode(self, order="sorted").decode()
+
+
+@functools.cache
+def _table_types() -> dict[str, type[Record]]:
+    """The settings tables of :class:`MemwellSettings` by field name."""
+    return {
+        field.name: field.type
+        for field in msgspec.structs.fields(MemwellSettings)
+        if isinstance(field.type, type) and issubclass(field.type, Record)
+    }
 
 
 def user_config_path() -> Path:
