@@ -281,9 +281,9 @@ class TestConfig:
         monkeypatch.setenv("MEMWELL_QMD_COMMAND", "'/opt/my node/node' /q/qmd.js")
         assert QmdConfig().argv == ["/opt/my node/node", "/q/qmd.js"]
         assert QmdConfig(command=["node", "", "qmd.js"]).argv == ["node", "qmd.js"]
-        with pytest.raises(ValueError, match="command.*must not be empty"):
+        with pytest.raises(ValueError, match=r"command.*must not be empty"):
             QmdConfig(command="  ")
-        with pytest.raises(ValueError, match="command.*quotation"):
+        with pytest.raises(ValueError, match=r"command.*quotation"):
             QmdConfig.model_validate({"command": "'unbalanced"})
 
     def test_unknown_and_bad_keys_are_named(self, tmp_path: Path) -> None:
