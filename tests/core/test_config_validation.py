@@ -8,18 +8,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Any
 
 import msgspec
 import pytest
+from config_helpers import tiny_backend_registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.config import MemwellSettings, load_settings, plugin_config
 from memwell.config_validation import field_error
-from memwell.descriptors import SearchBackend
 from memwell.errors import ConfigError
-from memwell.hookspecs import hookimpl
 from memwell.plugins import PluginRegistry
 from memwell.records import Record
 
@@ -41,19 +39,6 @@ class StructConfig(Record, forbid_unknown_fields=True):
 class DataclassConfig:
     depth: int = 3
     strict: bool = False
-
-
-def _registry(model: type[Any]) -> PluginRegistry:
-    def create(ctx: Any) -> Any:  # pragma: no cover - never built in these tests
-        raise AssertionError("not used")
-
-    @hookimpl
-    def memwell_search_backends() -> list[SearchBackend]:
-        return [SearchBackend(name="tiny", create=create, config_model=model)]
-
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(SimpleNamespace(memwell_search_backends=memwell_search_backends), "tinyp")
-    return registry
 
 
 def _env(**values: str) -> MemwellSettings:
@@ -167,8 +152,9 @@ def test_bad_mapping_entry_is_named_by_its_key() -> None:
 def test_non_finite_floats_are_refused_naming_the_key(tmp_path: Path, toml: str, key: str) -> None:
     path = tmp_path / "memwell.toml"
     path.write_text(toml, encoding="utf-8")
+    registry = tiny_backend_registry(StructConfig)
     with pytest.raises(ConfigError) as info:
-        load_settings(tmp_path, environ={}, user_config=NO_USER, registry=_registry(StructConfig))
+        load_settings(tmp_path, environ={}, user_config=NO_USER, registry=registry)
     assert info.value.key == key and info.value.source == str(path)
     assert f"'{key}'" in str(info.value)
 
@@ -183,7 +169,7 @@ def test_non_finite_env_float_is_refused() -> None:
 
 @pytest.mark.parametrize("model", [StructConfig, DataclassConfig])
 def test_msgspec_and_dataclass_plugin_configs_validate(model: type[Any]) -> None:
-    registry = _registry(model)
+    registry = tiny_backend_registry(model)
     section = {"depth": "7", "strict": "yes"}
     loaded = load_settings(
         None,
@@ -221,7 +207,7 @@ def test_third_party_pydantic_config_still_validates() -> None:
         depth: int = pydantic.Field(3, ge=1)
         strict: bool = False
 
-    registry = _registry(PydanticConfig)
+    registry = tiny_backend_registry(PydanticConfig)
     loaded = load_settings(
         None,
         environ={"MEMWELL_BACKENDS__TINY__STRICT": "on"},
