@@ -101,7 +101,14 @@ def _from_strings(value: Any, info: msgspec_inspect.Type) -> Any:
     if isinstance(info, (inspect.ListType, inspect.VarTupleType)) and isinstance(value, list):
         return [_from_strings(item, info.item_type) for item in value]
     if isinstance(info, inspect.UnionType) and not isinstance(value, str):
-        return value
+        # e.g. ``Sub | None`` given a table: convert inside the member that takes a table.
+        containers: tuple[type[inspect.Type], ...] = (
+            (inspect.ListType, inspect.VarTupleType)
+            if isinstance(value, list)
+            else (inspect.StructType, inspect.DataclassType, inspect.DictType)
+        )
+        member = next((t for t in info.types if isinstance(t, containers)), None)
+        return value if member is None else _from_strings(value, member)
     if isinstance(value, str):
         return _scalar_from_string(value, info)
     return value

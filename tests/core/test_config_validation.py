@@ -16,7 +16,7 @@ from config_helpers import tiny_backend_registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.config import MemwellSettings, load_settings, plugin_config
-from memwell.config_validation import field_error
+from memwell.config_validation import convert, field_error
 from memwell.errors import ConfigError
 from memwell.plugins import PluginRegistry
 from memwell.records import Record
@@ -135,6 +135,18 @@ def test_bad_mapping_entry_is_named_by_its_key() -> None:
             overrides={"remote": {"headers": {"a": "x", "b": 3, "c": "y"}}},
         )
     assert info.value.key == "remote.headers.b"
+
+
+class OptionalTables(Record, forbid_unknown_fields=True):
+    one: StructConfig | None = None
+    many: list[StructConfig] | None = None
+
+
+def test_strings_convert_inside_optional_tables_and_lists() -> None:
+    data = {"one": {"depth": " 4 ", "strict": "on"}, "many": [{"ratio": "0.25", "strict": "no"}]}
+    config = convert(OptionalTables, data)
+    assert config.one == StructConfig(depth=4, strict=True)
+    assert config.many == [StructConfig(ratio=0.25, strict=False)]
 
 
 # ---------------------------------------------------------------- non-finite floats
