@@ -1,4 +1,5 @@
-"""Configuration: pydantic models with the reference defaults, and the layered loader.
+"""Configuration: settings records (msgspec structs) with the reference defaults, and the
+layered loader.
 
 Layers, lowest precedence first: built-in defaults, the user config
 (``$XDG_CONFIG_HOME/memwell/config.toml``), the workspace's ``memwell.toml`` (or the file given
@@ -9,16 +10,19 @@ so an error names the key and the file it came from.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import msgspec
 
+from .config_validation import validate_config
 from .errors import ConfigError
+from .records import Record
 from .retrieval.query_limit import DEFAULT_MAX_QUERY_CHARS, MAX_QUERY_CHARS_LIMIT
 
 if sys.version_info >= (3, 11):
@@ -44,64 +48,66 @@ NON_CONFIG_ENV = frozenset(
 )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+class _Strict(Record, forbid_unknown_fields=True):
+    """A settings table: unknown keys are an error (see :mod:`memwell.config_validation`)."""
 
 
 class ChunkingSettings(_Strict):
-    tokens: int = Field(400, ge=1)
-    overlap: int = Field(80, ge=0)
+    tokens: Annotated[int, msgspec.Meta(ge=1)] = 400
+    overlap: Annotated[int, msgspec.Meta(ge=0)] = 80
 
-    @model_validator(mode="after")
-    def _clamp_overlap(self) -> ChunkingSettings:
+    def __post_init__(self) -> None:
         self.overlap = min(self.overlap, self.tokens - 1)
-        return self
 
 
 class MmrSettings(_Strict):
     enabled: bool = False
-    lambda_: float = Field(0.7, alias="lambda", ge=0.0, le=1.0)
+    lambda_: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = msgspec.field(
+        default=0.7, name="lambda"
+    )
 
 
 class TemporalDecaySettings(_Strict):
     enabled: bool = False
-    half_life_days: float = Field(30.0, gt=0)
+    half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 30.0
 
 
 class HybridSettings(_Strict):
     enabled: bool = True
     # The reference's 0.7/0.3: the best weighting on BEIR SciFact (train) with the default
     # local model, nDCG@10 0.737 against 0.731 for 0.5/0.5 (bench/fusion_study.py, README).
-    vector_weight: float = Field(0.7, ge=0.0, le=1.0)
-    text_weight: float = Field(0.3, ge=0.0, le=1.0)
-    candidate_multiplier: int = Field(4, ge=1, le=20)
+    vector_weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.7
+    text_weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.3
+    candidate_multiplier: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
     #: Share of a chunk's vector score taken from its whole file's mean vector
     #: (memwell.retrieval.file_similarity; builtin backend); 0 scores chunks alone. Off: it
     #: gains on SciFact (0.740 -> 0.745 at 0.7) but costs LoCoMo turn recall (README, Quality).
-    file_weight: float = Field(0.0, ge=0.0, le=1.0)
+    file_weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.0
     fusion: Literal["weighted", "rrf"] = "weighted"
-    rrf_k: int = Field(60, ge=1)
-    mmr: MmrSettings = Field(default_factory=MmrSettings)
-    temporal_decay: TemporalDecaySettings = Field(default_factory=TemporalDecaySettings)
+    rrf_k: Annotated[int, msgspec.Meta(ge=1)] = 60
+    mmr: MmrSettings = msgspec.field(default_factory=MmrSettings)
+    temporal_decay: TemporalDecaySettings = msgspec.field(default_factory=TemporalDecaySettings)
     #: Added to hits in a dated note (memory/YYYY-MM-DD*.md) of a date the query names
     #: (memwell.retrieval.date_match); 0 turns date-aware matching off.
-    date_boost: float = Field(0.2, ge=0.0, le=1.0)
+    date_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.2
     #: Added to hits that say when (a date, "yesterday", "last week") if the query asks
     #: "when" or "how long"; 0 turns it off.
-    when_boost: float = Field(0.2, ge=0.0, le=1.0)
+    when_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.2
     #: Vector weight (text weight: 1 minus it) of a query whose best candidates are
     #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
     #: vector_weight / text_weight for them too.
-    dialogue_vector_weight: float = Field(0.65, ge=0.0, le=1.0)
+    dialogue_vector_weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.65
 
 
 class QuerySettings(_Strict):
-    max_results: int = Field(6, ge=1, le=1000)
-    min_score: float = Field(0.35, ge=0.0, le=1.0)
-    max_injected_chars: int = Field(4000, ge=100)
-    hybrid: HybridSettings = Field(default_factory=HybridSettings)
+    max_results: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 6
+    min_score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.35
+    max_injected_chars: Annotated[int, msgspec.Meta(ge=100)] = 4000
+    hybrid: HybridSettings = msgspec.field(default_factory=HybridSettings)
     #: Longer queries are cut to this many characters (see memwell.retrieval.query_limit).
-    max_chars: int = Field(DEFAULT_MAX_QUERY_CHARS, ge=16, le=MAX_QUERY_CHARS_LIMIT)
+    max_chars: Annotated[int, msgspec.Meta(ge=16, le=MAX_QUERY_CHARS_LIMIT)] = (
+        DEFAULT_MAX_QUERY_CHARS
+    )
 
 
 class FtsSettings(_Strict):
@@ -115,13 +121,13 @@ class VectorSettings(_Strict):
 
 class StoreSettings(_Strict):
     path: str | None = None
-    fts: FtsSettings = Field(default_factory=FtsSettings)
-    vector: VectorSettings = Field(default_factory=VectorSettings)
+    fts: FtsSettings = msgspec.field(default_factory=FtsSettings)
+    vector: VectorSettings = msgspec.field(default_factory=VectorSettings)
 
 
 class SessionDeltaSettings(_Strict):
-    delta_bytes: int = Field(100_000, ge=0)
-    delta_messages: int = Field(50, ge=0)
+    delta_bytes: Annotated[int, msgspec.Meta(ge=0)] = 100_000
+    delta_messages: Annotated[int, msgspec.Meta(ge=0)] = 50
     post_compaction_force: bool = True
 
 
@@ -129,50 +135,51 @@ class SyncSettings(_Strict):
     on_session_start: bool = True
     on_search: bool = True
     watch: bool = True
-    watch_debounce_ms: int = Field(1500, ge=0)
-    interval_minutes: float = Field(0, ge=0, le=1_000_000)  # beyond, timers overflow
-    sessions: SessionDeltaSettings = Field(default_factory=SessionDeltaSettings)
+    watch_debounce_ms: Annotated[int, msgspec.Meta(ge=0)] = 1500
+    # Beyond a million minutes, timers overflow.
+    interval_minutes: Annotated[float, msgspec.Meta(ge=0, le=1_000_000)] = 0.0
+    sessions: SessionDeltaSettings = msgspec.field(default_factory=SessionDeltaSettings)
 
 
 class RecallCacheSettings(_Strict):
     """``[cache.recall]``: the tiered recall cache in front of every backend."""
 
     enabled: bool = True
-    exact_ttl_seconds: float = Field(3600, gt=0)
+    exact_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 3600.0
     semantic: bool = True
-    semantic_ttl_seconds: float = Field(86_400, gt=0)
-    semantic_threshold: float = Field(0.85, gt=0.0, le=1.0)
-    max_entries: int = Field(1000, ge=1)
-    max_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    semantic_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 86_400.0
+    semantic_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.85
+    max_entries: Annotated[int, msgspec.Meta(ge=1)] = 1000
+    max_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
 
 
 class CacheSettings(_Strict):
     enabled: bool = True
-    max_entries: int | None = Field(None, ge=1)
-    recall: RecallCacheSettings = Field(default_factory=RecallCacheSettings)
+    max_entries: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    recall: RecallCacheSettings = msgspec.field(default_factory=RecallCacheSettings)
 
 
 class LocalSettings(_Strict):
     """Time limits for local (in-process) embedding; the reference's 10 and 5 minutes."""
 
-    batch_timeout_seconds: float = Field(600, gt=0)
-    query_timeout_seconds: float = Field(300, gt=0)
+    batch_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 600.0
+    query_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
 
 
 class BatchSettings(_Strict):
     enabled: bool = False
     wait: bool = True
-    concurrency: int = Field(2, ge=1)
-    poll_interval_ms: int = Field(2000, ge=1)
-    timeout_minutes: float = Field(60, gt=0)
+    concurrency: Annotated[int, msgspec.Meta(ge=1)] = 2
+    poll_interval_ms: Annotated[int, msgspec.Meta(ge=1)] = 2000
+    timeout_minutes: Annotated[float, msgspec.Meta(gt=0)] = 60.0
 
 
 class RemoteSettings(_Strict):
     base_url: str | None = None
     api_key: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout_seconds: float = Field(120, gt=0)
-    batch: BatchSettings = Field(default_factory=BatchSettings)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    batch: BatchSettings = msgspec.field(default_factory=BatchSettings)
 
 
 class TextgenSettings(_Strict):
@@ -187,22 +194,22 @@ class RerankSettings(_Strict):
 
     provider: str = "none"
     model: str = ""
-    candidates: int = Field(20, ge=1, le=200)
+    candidates: Annotated[int, msgspec.Meta(ge=1, le=200)] = 20
 
 
 class SessionSaveSettings(_Strict):
     """``[session_save]``: session notes written by ``memwell session save``."""
 
-    messages: int = Field(15, ge=1, le=10_000)
+    messages: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 15
 
 
 class FlushSettings(_Strict):
     """``[flush]``: the pre-compaction memory flush (reference defaults, spec section 8)."""
 
     enabled: bool = True
-    soft_threshold_tokens: int = Field(4000, ge=0)
-    reserve_tokens_floor: int = Field(20_000, ge=0)
-    force_flush_transcript_bytes: int = Field(2 * 1024 * 1024, ge=0)
+    soft_threshold_tokens: Annotated[int, msgspec.Meta(ge=0)] = 4000
+    reserve_tokens_floor: Annotated[int, msgspec.Meta(ge=0)] = 20_000
+    force_flush_transcript_bytes: Annotated[int, msgspec.Meta(ge=0)] = 2 * 1024 * 1024
     prompt: str | None = None
     system_prompt: str | None = None
 
@@ -211,8 +218,8 @@ class WriteSettings(_Strict):
     """``[write]``: the memory writer behind ``memwell write``, ``memory_write`` and MCP."""
 
     enabled: bool = True
-    max_bytes: int = Field(65_536, ge=1, le=16_777_216)
-    lock_timeout_seconds: float = Field(10.0, gt=0, le=3600)
+    max_bytes: Annotated[int, msgspec.Meta(ge=1, le=16_777_216)] = 65_536
+    lock_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 10.0
 
 
 class RecallTrackingSettings(_Strict):
@@ -225,12 +232,12 @@ class RecallTrackingSettings(_Strict):
 class PromotionWeights(_Strict):
     """The promotion score's weights (the reference's; normalised to sum to 1)."""
 
-    frequency: float = Field(0.24, ge=0.0)
-    relevance: float = Field(0.30, ge=0.0)
-    diversity: float = Field(0.15, ge=0.0)
-    recency: float = Field(0.15, ge=0.0)
-    consolidation: float = Field(0.10, ge=0.0)
-    conceptual: float = Field(0.06, ge=0.0)
+    frequency: Annotated[float, msgspec.Meta(ge=0.0)] = 0.24
+    relevance: Annotated[float, msgspec.Meta(ge=0.0)] = 0.30
+    diversity: Annotated[float, msgspec.Meta(ge=0.0)] = 0.15
+    recency: Annotated[float, msgspec.Meta(ge=0.0)] = 0.15
+    consolidation: Annotated[float, msgspec.Meta(ge=0.0)] = 0.10
+    conceptual: Annotated[float, msgspec.Meta(ge=0.0)] = 0.06
 
 
 class PromotionSettings(_Strict):
@@ -241,12 +248,12 @@ class PromotionSettings(_Strict):
     ago. Defaults are the reference's (short-term promotion).
     """
 
-    min_score: float = Field(0.75, ge=0.0, le=1.0)
-    min_recall_count: int = Field(3, ge=0)
-    min_unique_queries: int = Field(2, ge=0)
-    recency_half_life_days: float = Field(14.0, gt=0)
-    max_age_days: float | None = Field(None, ge=0)
-    weights: PromotionWeights = Field(default_factory=PromotionWeights)
+    min_score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.75
+    min_recall_count: Annotated[int, msgspec.Meta(ge=0)] = 3
+    min_unique_queries: Annotated[int, msgspec.Meta(ge=0)] = 2
+    recency_half_life_days: Annotated[float, msgspec.Meta(gt=0)] = 14.0
+    max_age_days: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    weights: PromotionWeights = msgspec.field(default_factory=PromotionWeights)
 
 
 class MemwellSettings(_Strict):
@@ -258,39 +265,40 @@ class MemwellSettings(_Strict):
     model: str = ""
     fallback: str = "none"
     # How long a failed primary is left alone before it is tried again (doubling per failure).
-    fallback_retry_minutes: float = Field(60, ge=0)
-    sources: list[Source] = Field(default_factory=lambda: list[Source](["memory"]))
-    extra_paths: list[str] = Field(default_factory=list)
+    fallback_retry_minutes: Annotated[float, msgspec.Meta(ge=0)] = 60.0
+    sources: list[Source] = msgspec.field(default_factory=lambda: list[Source](["memory"]))
+    extra_paths: list[str] = msgspec.field(default_factory=list)
     sessions_dir: str = "sessions"
     citations: Literal["auto", "on", "off"] = "auto"
     index_dir: str = ".memwell"
     # Files kept in the system prompt on every turn (memwell.prompt.core_memory_section).
-    core_files: list[str] = Field(default_factory=lambda: ["MEMORY.md"])
-    core_files_max_chars: int = Field(12_000, ge=200)
-    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
-    query: QuerySettings = Field(default_factory=QuerySettings)
-    store: StoreSettings = Field(default_factory=StoreSettings)
-    sync: SyncSettings = Field(default_factory=SyncSettings)
-    cache: CacheSettings = Field(default_factory=CacheSettings)
-    remote: RemoteSettings = Field(default_factory=RemoteSettings)
-    textgen: TextgenSettings = Field(default_factory=TextgenSettings)
-    rerank: RerankSettings = Field(default_factory=RerankSettings)
-    session_save: SessionSaveSettings = Field(default_factory=SessionSaveSettings)
-    flush: FlushSettings = Field(default_factory=FlushSettings)
-    write: WriteSettings = Field(default_factory=WriteSettings)
-    recall_tracking: RecallTrackingSettings = Field(default_factory=RecallTrackingSettings)
-    promotion: PromotionSettings = Field(default_factory=PromotionSettings)
-    local: LocalSettings = Field(default_factory=LocalSettings)
-    backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    core_files: list[str] = msgspec.field(default_factory=lambda: ["MEMORY.md"])
+    core_files_max_chars: Annotated[int, msgspec.Meta(ge=200)] = 12_000
+    chunking: ChunkingSettings = msgspec.field(default_factory=ChunkingSettings)
+    query: QuerySettings = msgspec.field(default_factory=QuerySettings)
+    store: StoreSettings = msgspec.field(default_factory=StoreSettings)
+    sync: SyncSettings = msgspec.field(default_factory=SyncSettings)
+    cache: CacheSettings = msgspec.field(default_factory=CacheSettings)
+    remote: RemoteSettings = msgspec.field(default_factory=RemoteSettings)
+    textgen: TextgenSettings = msgspec.field(default_factory=TextgenSettings)
+    rerank: RerankSettings = msgspec.field(default_factory=RerankSettings)
+    session_save: SessionSaveSettings = msgspec.field(default_factory=SessionSaveSettings)
+    flush: FlushSettings = msgspec.field(default_factory=FlushSettings)
+    write: WriteSettings = msgspec.field(default_factory=WriteSettings)
+    recall_tracking: RecallTrackingSettings = msgspec.field(default_factory=RecallTrackingSettings)
+    promotion: PromotionSettings = msgspec.field(default_factory=PromotionSettings)
+    local: LocalSettings = msgspec.field(default_factory=LocalSettings)
+    backends: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    providers: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _normalise(self) -> MemwellSettings:
-        if not self.sources:
-            self.sources = ["memory"]
-        self.sources = sorted(set(self.sources))
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if isinstance(value, dict) and name not in ("backends", "providers"):
+                # MemwellSettings(query={...}): a table given as a mapping, as pydantic took it.
+                setattr(self, name, _table_types()[name].model_validate(value))
+        self.sources = sorted(set(self.sources or ["memory"]))
         self.extra_paths = list(dict.fromkeys(p.strip() for p in self.extra_paths if p.strip()))
-        return self
 
     @property
     def keyword_only(self) -> bool:
@@ -299,30 +307,23 @@ class MemwellSettings(_Strict):
 
     def fingerprint(self) -> str:
         """A stable string identifying these settings (used as a cache key)."""
-        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True)
+        return msgspec.json.encode(self, order="sorted").decode()
+
+
+@functools.cache
+def _table_types() -> dict[str, type[Record]]:
+    """The settings tables of :class:`MemwellSettings` by field name."""
+    return {
+        field.name: field.type
+        for field in msgspec.structs.fields(MemwellSettings)
+        if isinstance(field.type, type) and issubclass(field.type, Record)
+    }
 
 
 def user_config_path() -> Path:
     """``$XDG_CONFIG_HOME/memwell/config.toml`` (``~/.config`` by default)."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "memwell" / "config.toml"
-
-
-def _format_loc(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
-def _raise_validation(exc: ValidationError, source: str, prefix: str = "") -> None:
-    err = exc.errors()[0]
-    key = prefix + _format_loc(err["loc"])
-    if err["type"] == "extra_forbidden":
-        message = f"unknown config key {key!r} in {source}"
-    else:
-        message = f"invalid value for config key {key!r} in {source}: {err['msg']}"
-    more = len(exc.errors()) - 1
-    if more:
-        message += f" (and {more} more error{'s' if more > 1 else ''})"
-    raise ConfigError(message, key=key, source=source) from None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -340,7 +341,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _parse_env_value(raw: str) -> Any:
-    """JSON lists and tables are decoded; anything else stays a string for pydantic to convert,
+    """JSON lists and tables are decoded; anything else stays a string for validation to convert,
     so a numeric-looking model name, API key or header value is not turned into a number."""
     try:
         value = json.loads(raw)
@@ -401,10 +402,7 @@ def _check_plugin_sections(
             for spec in specs:
                 if spec.config_model is None:
                     continue
-                try:
-                    spec.config_model.model_validate(section)
-                except ValidationError as exc:
-                    _raise_validation(exc, source, prefix=f"{table}.{name}.")
+                validate_config(spec.config_model, section, source, prefix=f"{table}.{name}.")
 
 
 def load_settings(
@@ -443,27 +441,23 @@ def load_settings(
 
     merged: dict[str, Any] = {}
     for data, source in layers:
-        try:
-            MemwellSettings.model_validate(data)
-        except ValidationError as exc:
-            _raise_validation(exc, source)
+        validate_config(MemwellSettings, data, source)
         _check_plugin_sections(data, source, registry)
         merged = deep_merge(merged, data)
-    try:
-        return MemwellSettings.model_validate(merged)
-    except ValidationError as exc:  # pragma: no cover - each layer was valid on its own
-        _raise_validation(exc, "the merged configuration")
-        raise
+    return validate_config(MemwellSettings, merged, "the merged configuration")
+
+
+_C = TypeVar("_C")
 
 
 def plugin_config(
-    spec_model: type[BaseModel] | None, section: Mapping[str, Any] | None, where: str
-) -> BaseModel | None:
-    """Validate a plugin's merged section with its own model (``None`` if it has none)."""
+    spec_model: type[_C] | None, section: Mapping[str, Any] | None, where: str
+) -> _C | None:
+    """Validate a plugin's merged section with its own model (``None`` if it has none).
+
+    The model is a msgspec struct or dataclass, or a pydantic model (see
+    :func:`memwell.config_validation.validate_config`).
+    """
     if spec_model is None:
         return None
-    try:
-        return spec_model.model_validate(dict(section or {}))
-    except ValidationError as exc:
-        _raise_validation(exc, "the merged configuration", prefix=f"{where}.")
-        raise
+    return validate_config(spec_model, dict(section or {}), "the merged configuration", f"{where}.")

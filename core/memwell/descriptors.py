@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
-
 from .errors import PluginError
 
 if TYPE_CHECKING:
@@ -34,7 +32,7 @@ class BackendContext:
     settings: MemwellSettings
     embeddings: EmbeddingRuntime
     registry: PluginRegistry
-    plugin_config: BaseModel | None = None
+    plugin_config: Any = None
     purpose: Literal["default", "status"] = "default"
 
 
@@ -45,7 +43,15 @@ class ProviderContext:
     workspace: Path
     settings: MemwellSettings
     model: str
-    plugin_config: BaseModel | None = None
+    plugin_config: Any = None
+
+
+ConfigModel = type[Any]
+"""A plugin's config section model: a :mod:`msgspec` struct (best a
+:class:`memwell.records.Record` with ``forbid_unknown_fields=True``) or a dataclass, both
+validated by msgspec, or a pydantic ``BaseModel``, validated by pydantic (which memwell then
+imports only because the plugin did). Strings convert to numbers and booleans; unknown keys of
+a dataclass are refused; errors name the key and the file (:mod:`memwell.config_validation`)."""
 
 
 KNOWN_CAPABILITIES = frozenset(
@@ -63,7 +69,8 @@ class SearchBackend:
     :param name: the value of ``backend = "..."`` that selects it.
     :param create: builds a :class:`~memwell.plugin.MemorySearchManager` from a
         :class:`BackendContext`; imports heavy dependencies lazily.
-    :param config_model: pydantic model for the ``[backends.<name>]`` section.
+    :param config_model: the model of the ``[backends.<name>]`` section (see
+        :data:`ConfigModel`).
     :param capabilities: names from :data:`KNOWN_CAPABILITIES`; ``memwell plugins`` shows them
         and ``open_memory`` warns when the settings ask for one the backend lacks (for example
         ``sources = ["sessions"]`` on a backend without ``"sessions"``). An unknown name is an
@@ -74,7 +81,7 @@ class SearchBackend:
     name: str
     create: Callable[[BackendContext], MemorySearchManager]
     description: str = ""
-    config_model: type[BaseModel] | None = None
+    config_model: ConfigModel | None = None
     capabilities: frozenset[str] = field(default_factory=frozenset)
     diagnostics: Callable[[], dict[str, Any]] | None = None
 
@@ -105,7 +112,7 @@ class EmbeddingProviderSpec:
     default_model: str
     transport: Literal["local", "remote"]
     auto_priority: int | None = None
-    config_model: type[BaseModel] | None = None
+    config_model: ConfigModel | None = None
     key_env: tuple[str, ...] = ()
     description: str = ""
 
@@ -131,7 +138,7 @@ class TextGeneratorSpec:
     default_model: str
     transport: Literal["local", "remote"]
     auto_priority: int | None = None
-    config_model: type[BaseModel] | None = None
+    config_model: ConfigModel | None = None
     key_env: tuple[str, ...] = ()
     description: str = ""
 
@@ -152,7 +159,7 @@ class RerankerSpec:
     create: Callable[[ProviderContext], Reranker]
     default_model: str
     transport: Literal["local", "remote"]
-    config_model: type[BaseModel] | None = None
+    config_model: ConfigModel | None = None
     key_env: tuple[str, ...] = ()
     description: str = ""
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
-
 from .backend import MemoryBackend, ScannedFile, SearchRequest
 from .config import MemwellSettings
+from .config_validation import field_error
 from .descriptors import (
     AgentTool,
     BackendContext,
@@ -46,6 +45,7 @@ from .models import (
     VectorStatus,
 )
 from .plugin_api import PLUGIN_API_VERSION
+from .records import Record
 from .retrieval.candidate import Candidate
 from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown, sha256_hex
 from .retrieval.cjk import segment_for_index, segment_query_terms
@@ -74,7 +74,7 @@ _LAZY = {
     "remote_provider_spec": "remote",
 }
 
-_C = TypeVar("_C", bound=BaseModel)
+_C = TypeVar("_C")
 
 
 def plugin_settings(ctx: BackendContext | ProviderContext, model: type[_C]) -> _C:
@@ -135,6 +135,7 @@ __all__ = [
     "ProviderError",
     "ProviderUnavailableError",
     "ReadFileResult",
+    "Record",
     "RemoteEmbeddingProvider",
     "RemoteEndpoint",
     "ScannedFile",
@@ -150,6 +151,7 @@ __all__ = [
     "citations_enabled",
     "clamp01",
     "enforce_input_limit",
+    "field_error",
     "format_citation",
     "fuse_hybrid",
     "hookimpl",

@@ -24,14 +24,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 from .config import BatchSettings
 from .descriptors import EmbeddingProviderSpec, ProviderContext
 from .embeddings import EmbeddingProvider, strip_model_prefix
 from .errors import ProviderError, ProviderUnavailableError
+from .records import Record
 from .retrieval.limits import max_input_tokens
 
 S = TypeVar("S")
@@ -46,15 +47,13 @@ RETRYABLE_STATUSES = frozenset({408, 429})
 MAX_BATCH_REQUESTS = 50_000
 
 
-class RemoteProviderConfig(BaseModel):
+class RemoteProviderConfig(Record, forbid_unknown_fields=True):
     """A remote provider's ``[providers.<id>]`` section; each value overrides ``[remote]``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     base_url: str | None = None
     api_key: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    output_dimensionality: int | None = Field(None, gt=0)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    output_dimensionality: Annotated[int, msgspec.Meta(gt=0)] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from config_helpers import tiny_backend_registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memwell.config import MemwellSettings, load_settings
-from memwell.descriptors import SearchBackend
 from memwell.errors import ConfigError
-from memwell.hookspecs import hookimpl
 from memwell.plugins import PluginRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,16 +24,7 @@ class TinyConfig(BaseModel):
 
 
 def _tiny_registry() -> PluginRegistry:
-    def create(ctx: Any) -> Any:  # pragma: no cover - never built in these tests
-        raise AssertionError("not used")
-
-    @hookimpl
-    def memwell_search_backends() -> list[SearchBackend]:
-        return [SearchBackend(name="tiny", create=create, config_model=TinyConfig)]
-
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(SimpleNamespace(memwell_search_backends=memwell_search_backends), "tinyp")
-    return registry
+    return tiny_backend_registry(TinyConfig)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from memwell.config import load_settings
 from memwell.errors import ConfigError
 from memwell.plugins import PluginRegistry
 from memwell_lancedb.config import LanceConfig, connect_kwargs, is_local_uri, resolve_uri
-from pydantic import ValidationError
+from msgspec import ValidationError
 
 
 def test_defaults_follow_the_reference() -> None:

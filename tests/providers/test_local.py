@@ -143,7 +143,7 @@ def test_config_rejects_unknown_keys_and_bad_values() -> None:
     with pytest.raises(ValueError, match="bogus"):
         LocalConfig.model_validate({"bogus": 1})
     with pytest.raises(ValueError, match="batch_size"):
-        LocalConfig(batch_size=0)
+        LocalConfig.model_validate({"batch_size": 0})
     assert LocalConfig().device == "cpu"
     assert LocalConfig().batch_size == 8
 

@@ -255,7 +255,7 @@ JSON_VALUES = st.recursive(
     max_leaves=12,
 )
 OVERRIDES = st.dictionaries(
-    st.one_of(st.sampled_from(list(MemwellSettings.model_fields)), st.text(max_size=6)),
+    st.one_of(st.sampled_from(list(MemwellSettings.__struct_fields__)), st.text(max_size=6)),
     st.one_of(
         JSON_VALUES,
         st.dictionaries(

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from memwell.records import Record
 
 
-class BuiltinConfig(BaseModel):
+class BuiltinConfig(Record, forbid_unknown_fields=True):
     """Options of the builtin backend.
 
     ``vector_engine``: ``"auto"`` (an in-memory numpy matrix: the fastest exact search at
     agent scale), ``"numpy"`` or ``"sqlite-vec"`` (KNN in SQL, nothing held in memory).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     vector_engine: Literal["auto", "numpy", "sqlite-vec"] = "auto"

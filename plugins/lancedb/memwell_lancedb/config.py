@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import msgspec
+from memwell.config_validation import field_error
+from memwell.records import Record
 
 #: Keys of ``storage_options`` that LanceDB Cloud (``db://``) takes as ``connect`` arguments.
 CLOUD_CONNECT_KEYS = ("api_key", "region", "host_override")
 
 
-class LanceConfig(BaseModel):
+class LanceConfig(Record, forbid_unknown_fields=True):
     """Options of the ``lancedb`` backend (unknown keys are an error).
 
     :param uri: a local directory or any URI LanceDB accepts (``s3://``, ``gs://``, ``az://``,
@@ -30,25 +32,23 @@ class LanceConfig(BaseModel):
     :param journal_path: the journal, relative to the workspace.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     uri: str | None = None
-    storage_options: dict[str, str] = Field(default_factory=dict)
-    index_namespace: str = Field("", pattern=r"^[A-Za-z0-9_]{0,64}$")
-    read_consistency_seconds: float | None = Field(0.0, ge=0.0)
+    storage_options: dict[str, str] = msgspec.field(default_factory=dict)
+    index_namespace: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_]{0,64}$")] = ""
+    read_consistency_seconds: Annotated[float, msgspec.Meta(ge=0.0)] | None = 0.0
     auto_capture: bool = False
     auto_recall: bool = True
-    capture_max_chars: int = Field(500, ge=100, le=10_000)
+    capture_max_chars: Annotated[int, msgspec.Meta(ge=100, le=10_000)] = 500
     journal: bool = True
     journal_path: str = "memory/captured.md"
 
-    @field_validator("journal_path")
-    @classmethod
-    def _relative_markdown(cls, value: str) -> str:
-        path = PurePosixPath(value.replace("\\", "/"))
+    def __post_init__(self) -> None:
+        path = PurePosixPath(self.journal_path.replace("\\", "/"))
         if path.is_absolute() or ".." in path.parts or not path.name.endswith(".md"):
-            raise ValueError("must be a relative path to a .md file inside the workspace")
-        return path.as_posix()
+            raise field_error(
+                "journal_path", "must be a relative path to a .md file inside the workspace"
+            )
+        self.journal_path = path.as_posix()
 
 
 def is_local_uri(uri: str) -> bool:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import socket
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import msgspec
+from memwell.config_validation import field_error
+from memwell.records import Record
 
 
-class PostgresConfig(BaseModel):
+class PostgresConfig(Record, forbid_unknown_fields=True):
     """Options of the ``postgres`` backend.
 
     ``dsn``: a libpq connection string or URI (``postgresql://user@host:5432/db``); required.
@@ -30,28 +32,28 @@ class PostgresConfig(BaseModel):
     workers those builds may add to their own process (default the server's setting).
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     dsn: str | None = None
-    namespace: str | None = Field(default=None, min_length=1, max_length=200)
-    schema_name: str = Field(default="memwell", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
-    host_id: str | None = Field(default=None, min_length=1, max_length=200)
+    namespace: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    schema_name: Annotated[str, msgspec.Meta(pattern=r"^[a-z_][a-z0-9_]{0,62}$")] = "memwell"
+    host_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     delete_missing: Literal["own", "any"] = "own"
-    pool_min_size: int = Field(default=1, ge=0, le=64)
-    pool_max_size: int = Field(default=4, ge=2, le=256)
-    connect_timeout: float = Field(default=5.0, gt=0, le=300)
-    ef_search: int = Field(default=100, ge=10, le=1000)
-    exact_search_below: int = Field(default=20_000, ge=0)
-    hnsw_m: int = Field(default=16, ge=2, le=100)
-    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
-    maintenance_work_mem: str | None = Field(default=None, pattern=r"^[0-9]+ ?(kB|MB|GB)$")
-    max_parallel_maintenance_workers: int | None = Field(default=None, ge=0, le=64)
+    pool_min_size: Annotated[int, msgspec.Meta(ge=0, le=64)] = 1
+    pool_max_size: Annotated[int, msgspec.Meta(ge=2, le=256)] = 4
+    connect_timeout: Annotated[float, msgspec.Meta(gt=0, le=300)] = 5.0
+    ef_search: Annotated[int, msgspec.Meta(ge=10, le=1000)] = 100
+    exact_search_below: Annotated[int, msgspec.Meta(ge=0)] = 20_000
+    hnsw_m: Annotated[int, msgspec.Meta(ge=2, le=100)] = 16
+    hnsw_ef_construction: Annotated[int, msgspec.Meta(ge=4, le=1000)] = 64
+    maintenance_work_mem: Annotated[str, msgspec.Meta(pattern=r"^[0-9]+ ?(kB|MB|GB)$")] | None = (
+        None
+    )
+    max_parallel_maintenance_workers: Annotated[int, msgspec.Meta(ge=0, le=64)] | None = None
 
-    @model_validator(mode="after")
-    def _hnsw_breadth(self) -> PostgresConfig:
+    def __post_init__(self) -> None:
         if self.hnsw_ef_construction < 2 * self.hnsw_m:
-            raise ValueError("hnsw_ef_construction must be at least 2 * hnsw_m (pgvector's rule)")
-        return self
+            raise field_error(
+                "hnsw_ef_construction", "must be at least 2 * hnsw_m (pgvector's rule)"
+            )
 
     def namespace_for(self, workspace: Path) -> str:
         """The configured namespace, else ``<dir name>-<12 hex of the resolved path>``."""

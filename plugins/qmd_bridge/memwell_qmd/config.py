@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import msgspec
+from memwell.config_validation import field_error
+from memwell.records import Record
 
 COMMAND_ENV = "MEMWELL_QMD_COMMAND"
 SearchModeName = Literal["search", "vsearch", "query"]
@@ -19,8 +21,8 @@ def default_command() -> str:
     return os.environ.get(COMMAND_ENV, "").strip() or "qmd"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(Record, forbid_unknown_fields=True, frozen=True):
+    """A ``[backends.qmd]`` table: unknown keys are an error; values never change."""
 
 
 class QmdCollection(_Strict):
@@ -29,9 +31,9 @@ class QmdCollection(_Strict):
     ``name`` defaults to the directory's name; names are sanitised and made unique.
     """
 
-    path: str = Field(min_length=1)
+    path: Annotated[str, msgspec.Meta(min_length=1)]
     name: str | None = None
-    pattern: str = Field("**/*.md", min_length=1)
+    pattern: Annotated[str, msgspec.Meta(min_length=1)] = "**/*.md"
 
 
 class QmdTimeouts(_Strict):
@@ -41,11 +43,11 @@ class QmdTimeouts(_Strict):
     ``open_memory`` waits for; past it the builtin fallback serves and the error says why.
     """
 
-    startup: float = Field(10.0, gt=0)
-    search: float = Field(4.0, gt=0)
-    collection: float = Field(30.0, gt=0)
-    update: float = Field(120.0, gt=0)
-    embed: float = Field(120.0, gt=0)
+    startup: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    search: Annotated[float, msgspec.Meta(gt=0)] = 4.0
+    collection: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    update: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    embed: Annotated[float, msgspec.Meta(gt=0)] = 120.0
 
 
 class QmdModels(_Strict):
@@ -69,29 +71,30 @@ class QmdConfig(_Strict):
     to ``search`` while their models are unavailable or after they fail.
     """
 
-    command: list[str] | str = Field(default_factory=default_command)
+    command: list[str] | str = msgspec.field(default_factory=default_command)
     search_mode: SearchModeName = "search"
     include_default_memory: bool = True
-    collections: list[QmdCollection] = Field(default_factory=list)
-    timeouts: QmdTimeouts = Field(default_factory=QmdTimeouts)
+    collections: list[QmdCollection] = msgspec.field(default_factory=list)
+    timeouts: QmdTimeouts = msgspec.field(default_factory=QmdTimeouts)
     update_on_boot: bool = True
     wait_for_boot_sync: bool = False
-    update_interval_minutes: float = Field(5.0, ge=0)
-    embed_interval_minutes: float = Field(60.0, ge=0)
-    debounce_seconds: float = Field(15.0, ge=0)
-    max_output_bytes: int = Field(200_000, ge=1024)
-    max_snippet_chars: int = Field(700, ge=1)
-    max_injected_chars: int = Field(4000, ge=1)
-    models: QmdModels = Field(default_factory=QmdModels)
+    update_interval_minutes: Annotated[float, msgspec.Meta(ge=0)] = 5.0
+    embed_interval_minutes: Annotated[float, msgspec.Meta(ge=0)] = 60.0
+    debounce_seconds: Annotated[float, msgspec.Meta(ge=0)] = 15.0
+    max_output_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 200_000
+    max_snippet_chars: Annotated[int, msgspec.Meta(ge=1)] = 700
+    max_injected_chars: Annotated[int, msgspec.Meta(ge=1)] = 4000
+    models: QmdModels = msgspec.field(default_factory=QmdModels)
     allow_model_downloads: bool = False
     force_cpu: bool = False
 
-    @field_validator("command")
-    @classmethod
-    def _non_empty_command(cls, value: list[str] | str) -> list[str] | str:
-        if not command_argv(value):
-            raise ValueError("command must not be empty")
-        return value
+    def __post_init__(self) -> None:
+        try:
+            argv = command_argv(self.command)
+        except ValueError as exc:  # shlex: an unbalanced quote
+            raise field_error("command", str(exc)) from None
+        if not argv:
+            raise field_error("command", "must not be empty")
 
     @property
     def argv(self) -> list[str]:

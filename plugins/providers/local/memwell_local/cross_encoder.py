@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
 from memwell.descriptors import ProviderContext
 from memwell.errors import ProviderUnavailableError
-from pydantic import BaseModel, ConfigDict, Field
+from memwell.records import Record
 
 from .provider import _has_module, _locate_model
 
@@ -25,16 +26,14 @@ RERANKER_ID = "cross-encoder"
 DEFAULT_RERANK_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
 
-class CrossEncoderConfig(BaseModel):
+class CrossEncoderConfig(Record, forbid_unknown_fields=True):
     """The ``[providers.cross-encoder]`` configuration section."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model_path: str | None = None
     """A local cross-encoder model directory; overrides the model name."""
     device: str = "cpu"
-    batch_size: int = Field(16, ge=1)
-    max_length: int = Field(512, ge=8)
+    batch_size: Annotated[int, msgspec.Meta(ge=1)] = 16
+    max_length: Annotated[int, msgspec.Meta(ge=8)] = 512
 
 
 def _sigmoid(x: float) -> float:

@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import os
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
+from memwell.records import Record
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434
 HOST_ENV = "OLLAMA_HOST"
 
 
-class OllamaConfig(BaseModel):
+class OllamaConfig(Record, forbid_unknown_fields=True):
     """``base_url`` (else ``OLLAMA_HOST``, else the local default), an optional Bearer
     ``api_key`` (for a server behind a proxy), extra ``headers``, and the reachability probe's
     time limit."""
 
-    model_config = ConfigDict(extra="forbid")
-
     base_url: str | None = None
     api_key: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    probe_timeout_seconds: float = Field(1.0, gt=0, le=30)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    probe_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=30)] = 1.0
 
 
 def normalize_host(raw: str) -> str:
