@@ -27,9 +27,7 @@ import numpy as np
 from memwell.blas import blas_threads
 from memwell.embeddings import Matrix
 
-from .bert_kernels import gelu, layer_norm, packed_attention
-
-Array = np.ndarray[Any, np.dtype[np.float32]]
+from .bert_kernels import Array, gelu, layer_norm, packed_attention
 
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
