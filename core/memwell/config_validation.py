@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import msgspec
 
 from .errors import ConfigError
-from .records import _check_finite
+from .records import check_finite
 
 if TYPE_CHECKING:
     from msgspec import inspect as msgspec_inspect
@@ -83,7 +83,7 @@ def convert(model: type[_T], data: Any) -> _T:
         from msgspec import inspect
 
         _check_known_fields(data, inspect.type_info(model), "$")
-    _check_finite(msgspec.to_builtins(value), "$")
+    check_finite(msgspec.to_builtins(value), "$")
     return value
 
 

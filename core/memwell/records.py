@@ -60,7 +60,7 @@ class Record(msgspec.Struct, kw_only=True):
         if isinstance(data, cls):
             return data
         value = msgspec.convert(data, cls, strict=False, from_attributes=True)
-        _check_finite(value, "$")
+        check_finite(value, "$")
         return value
 
     @classmethod
@@ -149,17 +149,19 @@ def _type_schema(kind: Any, where: str) -> dict[str, Any]:
     raise TypeError(f"{where}: no JSON Schema for {kind!r}")
 
 
-def _check_finite(value: Any, where: str) -> None:
+def check_finite(value: Any, where: str) -> None:
+    """Raise :class:`msgspec.ValidationError` naming the path (``where``) of the first
+    non-finite float in ``value`` (records, mappings and sequences are walked)."""
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise msgspec.ValidationError(f"Expected a finite number, got {value} - at `{where}`")
     elif isinstance(value, Record):
         kind = type(value)
         for name, key in zip(kind.__struct_fields__, kind.__struct_encode_fields__, strict=True):
-            _check_finite(getattr(value, name), f"{where}.{key}")
+            check_finite(getattr(value, name), f"{where}.{key}")
     elif isinstance(value, dict):
         for key, item in value.items():
-            _check_finite(item, f"{where}.{key}")
+            check_finite(item, f"{where}.{key}")
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            _check_finite(item, f"{where}[{index}]")
+            check_finite(item, f"{where}[{index}]")
