@@ -21,11 +21,7 @@ def default_command() -> str:
     return os.environ.get(COMMAND_ENV, "").strip() or "qmd"
 
 
-class _Strict(Record, forbid_unknown_fields=True, frozen=True):
-    """A ``[backends.qmd]`` table: unknown keys are an error; values never change."""
-
-
-class QmdCollection(_Strict):
+class QmdCollection(Record, forbid_unknown_fields=True, frozen=True, kw_only=True):  # type: ignore[misc]
     """An extra qmd collection: a directory (relative to the workspace, ``~`` allowed).
 
     ``name`` defaults to the directory's name; names are sanitised and made unique.
@@ -36,7 +32,7 @@ class QmdCollection(_Strict):
     pattern: Annotated[str, msgspec.Meta(min_length=1)] = "**/*.md"
 
 
-class QmdTimeouts(_Strict):
+class QmdTimeouts(Record, forbid_unknown_fields=True, frozen=True, kw_only=True):  # type: ignore[misc]
     """Seconds before a qmd call's whole process group is killed.
 
     ``startup`` bounds the whole start-up (``qmd --version`` and collection setup) that
@@ -50,7 +46,7 @@ class QmdTimeouts(_Strict):
     embed: Annotated[float, msgspec.Meta(gt=0)] = 120.0
 
 
-class QmdModels(_Strict):
+class QmdModels(Record, forbid_unknown_fields=True, frozen=True, kw_only=True):  # type: ignore[misc]
     """GGUF models: a local path (relative to the workspace) or a ``hf:user/repo/file`` URI.
 
     Each one set is passed as ``QMD_<ROLE>_MODEL`` and pinned in the ``models`` block of qmd's
@@ -62,7 +58,7 @@ class QmdModels(_Strict):
     rerank: str | None = None
 
 
-class QmdConfig(_Strict):
+class QmdConfig(Record, forbid_unknown_fields=True, frozen=True, kw_only=True):  # type: ignore[misc]
     """Settings of the ``qmd`` backend (``[backends.qmd]`` in ``memwell.toml``).
 
     ``command`` is an argv list or a shell-style string; a relative path in it is taken
