@@ -33,7 +33,7 @@ Provides = dict[str, dict[str, int | None]]
 
 
 class EntryPointLike(Protocol):
-    """The parts of :class:`importlib.metadata.EntryPoint` the index uses."""
+    """The parts of :class:`memwell.entry_points.EntryPointRef` the index uses."""
 
     @property
     def name(self) -> str: ...
@@ -51,11 +51,10 @@ def entry_point_key(ep: EntryPointLike) -> str | None:
     value = getattr(ep, "value", None)
     if not isinstance(value, str):
         return None
-    dist = getattr(ep, "dist", None)
+    dist = getattr(ep, "distribution", None)
     if dist is None:
         return f"{ep.name}={value}@ "
-    meta = dist.metadata  # parsed once for both fields
-    return f"{ep.name}={value}@{meta['Name']} {meta['Version']}"
+    return f"{ep.name}={value}@{dist} {getattr(ep, 'version', None)}"
 
 
 def _stat(path: str) -> list[int] | None:

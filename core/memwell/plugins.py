@@ -21,13 +21,13 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any, cast
 
 import pluggy
 
 from . import hookspecs
 from .descriptors import EmbeddingProviderSpec, RerankerSpec, SearchBackend, TextGeneratorSpec
+from .entry_points import find_entry_points
 from .errors import PluginApiMismatchError, PluginError
 from .plugin_api import api_mismatch, declared_api
 from .plugin_index import KINDS, PluginIndex, Provides
@@ -152,13 +152,11 @@ class PluginRegistry:
     def _find_entry_points(self) -> None:
         """Note every entry point (the allow-list blocks some); none is imported here."""
         allowed = allowed_plugins()
-        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = getattr(ep, "dist", None)
-            meta = dist.metadata if dist is not None else None  # parsed once for both fields
+        for ep in sorted(find_entry_points(ENTRY_POINT_GROUP), key=lambda e: e.name):
             info = PluginInfo(
                 name=ep.name,
-                distribution=meta["Name"] if meta is not None else None,
-                version=meta["Version"] if meta is not None else None,
+                distribution=getattr(ep, "distribution", None),
+                version=getattr(ep, "version", None),
             )
             self._infos[ep.name] = info
             if allowed is not None and ep.name not in allowed:

@@ -10,11 +10,11 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 
 import pytest
 from memwell import plugins as plugins_mod
+from memwell.entry_points import EntryPointRef
 from memwell.plugin_index import PluginIndex
 from memwell.plugins import ALLOW_LIST_ENV, PluginRegistry
 
@@ -63,8 +63,8 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     for package, parts in PACKAGES.items():
         _write(root, package, parts["backends"], parts["providers"])  # type: ignore[arg-type]
     monkeypatch.syspath_prepend(str(root))
-    points = [metadata.EntryPoint(name=p, value=f"{p}.plugin", group="memwell") for p in PACKAGES]
-    monkeypatch.setattr(plugins_mod.metadata, "entry_points", lambda group: points)
+    points = [EntryPointRef(p, f"{p}.plugin", "memwell", p, "0.1") for p in PACKAGES]
+    monkeypatch.setattr(plugins_mod, "find_entry_points", lambda group: points)
     monkeypatch.delenv(ALLOW_LIST_ENV, raising=False)
     yield root
     _forget_modules()

@@ -162,7 +162,7 @@ def test_incompatible_entry_point_is_reported_not_loaded(monkeypatch: pytest.Mon
     plugin = backend_plugin("future")
     plugin.MEMWELL_PLUGIN_API = ">=9"
     ep = SimpleNamespace(name="future-plugin", load=lambda: plugin, dist=None)
-    monkeypatch.setattr(plugins_mod.metadata, "entry_points", lambda group: [ep])
+    monkeypatch.setattr(plugins_mod, "find_entry_points", lambda group: [ep])
     monkeypatch.delenv(ALLOW_LIST_ENV, raising=False)
     reg = PluginRegistry()
     info = reg.infos["future-plugin"]

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 ENTRY_POINT_GROUP = "memwell"
-""":data:`memwell.plugins.ENTRY_POINT_GROUP` (not imported: that module loads pydantic)."""
+""":data:`memwell.plugins.ENTRY_POINT_GROUP` (not imported: that module imports pluggy)."""
 
 
 def _cache_file() -> Path:
@@ -23,11 +23,10 @@ def _cache_file() -> Path:
 
 def plugin_fingerprint() -> str:
     """What the plugin command list depends on: installed entry points and the allow-list."""
-    from importlib import metadata
+    from ..entry_points import find_entry_points
 
     entries = sorted(
-        f"{ep.name}={ep.value}@{getattr(getattr(ep, 'dist', None), 'version', '')}"
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+        f"{ep.name}={ep.value}@{ep.version or ''}" for ep in find_entry_points(ENTRY_POINT_GROUP)
     )
     return json.dumps([entries, os.environ.get("MEMWELL_LOAD_PLUGINS", "")])
 
