@@ -304,3 +304,14 @@ def test_compress_a_transcript(ws: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("not json\n")
     assert invoke_none(ws, "compress", str(empty), "--budget", "10")[0] == 2
+
+
+def test_log_lines_carry_one_memwell_prefix(ws: Path, tmp_path: Path) -> None:
+    assert run(["--provider", "none", "-w", str(ws), "index"], tmp_path).returncode == 0
+    (index,) = (ws / ".memwell").glob("index-*.sqlite")
+    index.write_bytes(b"not a database" * 100)
+    proc = run(["--provider", "none", "-w", str(ws), "search", "alpha"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "damaged" in line]
+    assert warnings and all(line.startswith("memwell: index ") for line in warnings), proc.stderr
+    assert "memwell: memwell:" not in proc.stderr

@@ -80,6 +80,15 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
+class _OnePrefix(logging.Formatter):
+    """Log lines on stderr start with ``memwell: `` once (most messages carry it already, for
+    applications that log memwell without this CLI)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        return line if line.startswith("memwell: ") else f"memwell: {line}"
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "-w",
@@ -106,11 +115,9 @@ def cli(
     verbose: bool,
 ) -> None:
     """Markdown-first memory search for AI agents."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="memwell: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OnePrefix())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     ctx.obj = Context(workspace, config, backend, provider, verbose)
 
 
