@@ -61,14 +61,6 @@ def _cut_before_continuation(data: bytes, end: int) -> int:
     return end
 
 
-def truncate_utf8(text: str, limit_bytes: int) -> str:
-    """``text`` cut to at most ``limit_bytes`` UTF-8 bytes, never inside a character."""
-    data = text.encode("utf-8")
-    if len(data) <= limit_bytes:
-        return text
-    return data[: _cut_before_continuation(data, max(0, limit_bytes))].decode("utf-8")
-
-
 def split_chunk_to_byte_limit(chunk: Chunk, limit_bytes: int) -> list[Chunk]:
     """Split ``chunk`` into the longest pieces of at most ``limit_bytes`` UTF-8 bytes each.
 

@@ -19,8 +19,7 @@ from memwell.retrieval.chunking import (
     remap_lines,
     sha256_hex,
 )
-from memwell.retrieval.embedding_text import embedding_key, embedding_texts
-from memwell.retrieval.limits import HARD_INPUT_LIMIT_BYTES, enforce_input_limit
+from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import read_source_file, scan_memory_files, stat_source_file
 from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
 
@@ -50,9 +49,6 @@ class PendingFile:
     state: FileState
     chunks: list[Chunk]
     changed: bool = True
-    #: What each chunk is embedded as (:mod:`memwell.retrieval.embedding_text`); empty
-    #: without a provider.
-    embed_texts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -173,8 +169,7 @@ class Indexer:
                 self.store.record_file(rel, "memory", state)
                 yield PendingFile(rel, "memory", state, [], changed=False)
                 continue
-            chunks = self._chunk(text)
-            yield PendingFile(rel, "memory", state, chunks, embed_texts=self._texts(chunks, text))
+            yield PendingFile(rel, "memory", state, self._chunk(text))
 
     def _scan_sessions(self, known: dict[str, FileState], *, full: bool) -> Iterator[PendingFile]:
         for abs_path in list_session_files(sessions_dir(self.settings, self.workspace)):
@@ -199,10 +194,8 @@ class Indexer:
                 self.store.record_file(rel, "sessions", state)
                 yield PendingFile(rel, "sessions", state, [], changed=False)
                 continue
-            chunks = self._chunk(parsed.content)
-            texts = self._texts(chunks, parsed.content)
-            chunks = remap_lines(chunks, parsed.line_map)
-            yield PendingFile(rel, "sessions", state, chunks, embed_texts=texts)
+            chunks = remap_lines(self._chunk(parsed.content), parsed.line_map)
+            yield PendingFile(rel, "sessions", state, chunks)
 
     def _chunk(self, text: str) -> list[Chunk]:
         """Line-based chunks that fit the model's window, then a byte cap as a safety net.
@@ -220,28 +213,23 @@ class Indexer:
             chunks = enforce_input_limit(chunks, self.runtime.input_limit_bytes())
         return chunks
 
-    def _texts(self, chunks: Sequence[Chunk], content: str) -> list[str]:
-        """What ``chunks`` of ``content`` are embedded as; nothing without a provider."""
-        if self.provider is None:
-            return []
-        limit = min(self.runtime.input_limit_bytes(), HARD_INPUT_LIMIT_BYTES)
-        return embedding_texts(chunks, content, limit)
-
     # -- writing ----------------------------------------------------------------------------
 
-    def _embed(self, texts: Sequence[str]) -> dict[str, Vector]:
-        """Vectors of ``texts`` by :func:`embedding_key`, through the embedding cache."""
+    def _embed(self, chunks: Sequence[Chunk]) -> dict[str, Vector]:
         provider = self.provider
-        if provider is None or not texts:
+        if provider is None or not chunks:
             return {}
         key = self.runtime.provider_key()
         use_cache = self.settings.cache.enabled
-        keyed = {embedding_key(text): text for text in texts}
+        hashes = [c.hash for c in chunks]
         vectors = (
-            self.store.cache_get(provider.id, provider.model, key, list(keyed)) if use_cache else {}
+            self.store.cache_get(provider.id, provider.model, key, hashes) if use_cache else {}
         )
         self.stats.cached += len(vectors)
-        missing = {k: text for k, text in keyed.items() if k not in vectors}
+        missing: dict[str, str] = {}
+        for chunk in chunks:
+            if chunk.hash not in vectors and chunk.hash not in missing:
+                missing[chunk.hash] = chunk.text
         if missing:
             matrix = self.runtime.embed_documents(list(missing.values()))
             fresh = dict(zip(missing.keys(), matrix, strict=True))
@@ -251,14 +239,9 @@ class Indexer:
             vectors.update(fresh)
         return vectors
 
-    def _vectors_of(self, item: PendingFile, vectors: dict[str, Vector]) -> list[Vector | None]:
-        """The vector of each of ``item``'s chunks (``None`` each without a provider)."""
-        if not item.embed_texts:
-            return [None] * len(item.chunks)
-        return [vectors.get(embedding_key(text)) for text in item.embed_texts]
-
     def _write_group(self, group: Sequence[PendingFile]) -> None:
-        vectors = self._embed([t for f in group for t in f.embed_texts])
+        all_chunks = [c for f in group for c in f.chunks]
+        vectors = self._embed(all_chunks)
         if vectors:
             dims = next(iter(vectors.values())).size
             self.store.ensure_vec_table(dims)
@@ -271,9 +254,9 @@ class Indexer:
                         end_line=c.end_line,
                         hash=c.hash,
                         text=c.text,
-                        embedding=vector,
+                        embedding=vectors.get(c.hash),
                     )
-                    for c, vector in zip(item.chunks, self._vectors_of(item, vectors), strict=True)
+                    for c in item.chunks
                 ]
                 self.store.replace_file(item.path, item.source, item.state, rows, self.model)
                 self.stats.indexed += 1

@@ -29,7 +29,6 @@ from memwell.recall.query_vectors import QueryVectors
 from memwell.retrieval.calibration import CALIBRATION_ID, Calibration, calibrate
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION
-from memwell.retrieval.embedding_text import EMBEDDING_TEXT_VERSION
 from memwell.sources.discovery import list_memory_files, normalize_extra_paths
 from memwell.sources.sessions import list_session_files
 
@@ -194,7 +193,6 @@ class SqliteMemoryManager(MemoryBackend):
             "chunk_fit": "window-v1",
             "schema_version": SCHEMA_VERSION,
             "calibration": CALIBRATION_ID if provider else None,
-            "embedding_text": EMBEDDING_TEXT_VERSION if provider else None,
         }
 
     def _needs_full(self, meta: dict[str, Any] | None, store: IndexStore) -> str | None:
