@@ -16,6 +16,7 @@ training split only.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -28,12 +29,19 @@ from memwell.cli.eval_command import _default_workdir
 from memwell.config import load_settings
 from memwell.evaluation import load_dataset, ndcg_at_k, recall_at_k, write_corpus
 from memwell.factory import open_memory
+from memwell.retrieval.stopwords import ALL_STOPWORDS
 
 CANDIDATES = 200
 _DOCS: list[str] = []
 _MATRIX: list[Any] = []
 _FILE_COSINES: dict[int, np.ndarray[Any, Any]] = {}
 """id(query) -> each chunk's file mean-vector cosine (memwell.retrieval.file_similarity)."""
+_FILE_BEST: dict[int, np.ndarray[Any, Any]] = {}
+"""id(query) -> each chunk's file's best chunk cosine (max pooling)."""
+_FILE_CHUNKS: list[np.ndarray[Any, Any]] = []
+"""Each chunk's file's chunk count."""
+_STRIPPED: dict[int, np.ndarray[Any, Any]] = {}
+"""id(query) -> the cosine of every chunk to the query embedded without its stop words."""
 
 
 @dataclass
@@ -42,6 +50,7 @@ class QueryData:
     keyword: list[tuple[int, float]]  # (chunk row index, raw BM25 magnitude), best first
     cosine: np.ndarray[Any, Any]  # cosine of every chunk
     vector: np.ndarray[Any, Any]  # the query's unit vector
+    stripped: np.ndarray[Any, Any]  # the unit vector of the query without its stop words
 
 
 def _collect(
@@ -76,10 +85,17 @@ def _collect(
             if c.id in by_id
         ]
         vector = manager.runtime.embed_query(text)
-        data.append(QueryData(relevant, keyword, matrix @ vector, vector))
+        stripped = manager.runtime.embed_query(_without_stop_words(text))
+        data.append(QueryData(relevant, keyword, matrix @ vector, vector, stripped))
     _MATRIX[:] = [np.array(matrix)]
     manager.close()
     return data, docs
+
+
+def _without_stop_words(text: str) -> str:
+    """``text`` without its stop words (query-side normalisation), or ``text`` if none remain."""
+    kept = [w for w in text.split() if re.sub(r"\W", "", w.lower()) not in ALL_STOPWORDS]
+    return " ".join(kept) or text
 
 
 Fusion = Callable[[QueryData], dict[int, float]]
@@ -154,20 +170,48 @@ def _file_cosine_maps(data: list[QueryData], docs: list[str]) -> dict[int, np.nd
     sums = np.zeros((len(names), matrix.shape[1]), dtype=np.float64)
     np.add.at(sums, chunk_file, matrix.astype(np.float64))
     means = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    _FILE_CHUNKS[:] = [np.bincount(chunk_file)[chunk_file]]
+    for q in data:
+        best = np.full(len(names), -1.0)
+        np.maximum.at(best, chunk_file, q.cosine)
+        _FILE_BEST[id(q)] = best[chunk_file]
+        _STRIPPED[id(q)] = matrix @ q.stripped
     return {id(q): (means @ q.vector)[chunk_file] for q in data}
 
 
-def file_mean(wv: float, file_weight: float) -> Fusion:
+def file_mean(wv: float, file_weight: float, *, pool: str = "mean", scale_above: int = 0) -> Fusion:
     """Weighted fusion, cosines filled in, each chunk's cosine blended with its file's
-    mean-vector cosine (what ``query.hybrid.file_weight`` does)."""
+    mean-vector cosine (what ``query.hybrid.file_weight`` does); ``pool="max"`` blends with
+    the file's best chunk cosine instead, and ``scale_above`` n scales the weight by
+    ``min(1, n / chunks of the file)`` (less file evidence for files of many chunks)."""
 
     def fuse(q: QueryData) -> dict[int, float]:
         kw = _relative(q.keyword)
-        blended = (1 - file_weight) * q.cosine + file_weight * _FILE_COSINES[id(q)]
+        whole = (_FILE_BEST if pool == "max" else _FILE_COSINES)[id(q)]
+        weight: Any = file_weight
+        if scale_above:
+            weight = file_weight * np.minimum(1.0, scale_above / _FILE_CHUNKS[0])
+        blended = (1 - weight) * q.cosine + weight * whole
         vec = dict(_top_vector(q))
         for i in kw:
             vec.setdefault(i, float(q.cosine[i]))
         return {i: wv * float(blended[i]) + (1 - wv) * kw.get(i, 0.0) for i in vec}
+
+    return fuse
+
+
+def stripped_query(wv: float) -> Fusion:
+    """Weighted fusion, filled, with the vector side embedded from the query without its stop
+    words (the keyword side drops them already)."""
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        kw = _relative(q.keyword)
+        cosine = _STRIPPED[id(q)]
+        top = np.argpartition(-cosine, CANDIDATES)[:CANDIDATES]
+        vec = {int(i): float(cosine[i]) for i in top}
+        for i in kw:
+            vec.setdefault(i, float(cosine[i]))
+        return {i: wv * vec[i] + (1 - wv) * kw.get(i, 0.0) for i in vec}
 
     return fuse
 
@@ -228,6 +272,18 @@ def main() -> None:
         variants[f"weighted {wv:.2f}, filled, file weight {file_weight}"] = file_mean(
             wv, file_weight
         )
+    variants["weighted 0.75, filled, file weight 0.5"] = file_mean(0.75, 0.5)
+    for above in (2, 3, 4):
+        variants[f"weighted 0.75, filled, file weight 0.5 x min(1, {above}/chunks)"] = file_mean(
+            0.75, 0.5, scale_above=above
+        )
+    for file_weight in (0.3, 0.5):
+        variants[f"weighted 0.75, filled, file weight {file_weight}, max pooling"] = file_mean(
+            0.75, file_weight, pool="max"
+        )
+    variants["weighted 0.7, filled, stop words stripped from the query vector"] = stripped_query(
+        0.7
+    )
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")
     for name, fuse in variants.items():
