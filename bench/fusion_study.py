@@ -268,7 +268,9 @@ def main() -> None:
             )
     for wv in (0.5, 0.7):
         variants[f"rrf {wv:.1f}"] = rrf(wv)
-    for wv, file_weight in ((0.7, 0.5), (0.7, 0.6), (0.7, 0.7), (0.75, 0.6), (0.75, 0.7)):
+    file_grid = [(0.7, 0.5), (0.7, 0.6), (0.7, 0.7), (0.75, 0.6), (0.75, 0.7)]
+    file_grid += [(wv, fw) for wv in (0.75, 0.8, 0.85) for fw in (0.3, 0.4, 0.5)]
+    for wv, file_weight in file_grid:
         variants[f"weighted {wv:.2f}, filled, file weight {file_weight}"] = file_mean(
             wv, file_weight
         )
