@@ -7,9 +7,11 @@ import sys
 
 import memwell.plugin as mw
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memwell.descriptors import BackendContext
 from memwell.errors import PluginError
-from memwell.plugin_api import PLUGIN_API_VERSION, api_mismatch
+from memwell.plugin_api import PLUGIN_API_VERSION, _simple_range_contains, api_mismatch
 from pydantic import BaseModel
 
 
@@ -63,3 +65,43 @@ def test_api_mismatch_messages() -> None:
     message = api_mismatch(">=99")
     assert message is not None and PLUGIN_API_VERSION in message and ">=99" in message
     assert "not a version range" in (api_mismatch("one point oh") or "")
+
+
+_VERSIONS = st.lists(st.integers(0, 3), min_size=1, max_size=3).map(
+    lambda parts: ".".join(map(str, parts))
+)
+_CLAUSES = st.tuples(st.sampled_from([">=", "<=", "==", "!=", "<", ">"]), _VERSIONS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(clauses=st.lists(_CLAUSES, min_size=1, max_size=3), space=st.sampled_from(["", " "]))
+def test_plain_ranges_are_decided_as_packaging_decides_them(
+    clauses: list[tuple[str, str]], space: str
+) -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    declared = ",".join(f"{space}{op}{space}{version}" for op, version in clauses)
+    expected = Version(PLUGIN_API_VERSION) in SpecifierSet(declared)
+    assert _simple_range_contains(declared) is expected
+    assert (api_mismatch(declared) is None) is expected
+
+
+def test_other_forms_are_left_to_packaging() -> None:
+    for declared in ("~=1.0", "==1.*", ">=1.0rc1", "===1.0", ""):
+        assert _simple_range_contains(declared) is None
+    assert api_mismatch("~=1.0") is None and api_mismatch("==1.*") is None
+    assert api_mismatch("~=2.0") is not None
+
+
+def test_every_first_party_plugin_declares_the_api_it_supports() -> None:
+    from memwell.plugins import PluginRegistry
+
+    registry = PluginRegistry()
+    registry.load_all()
+    first_party = {
+        n: i for n, i in registry.infos.items() if (i.distribution or "").startswith("memwell")
+    }
+    assert {"builtin", "local"} <= set(first_party)
+    assert {n: i.api for n, i in first_party.items()} == {n: ">=1.0,<2" for n in first_party}
+    assert all(i.status == "loaded" for i in first_party.values())

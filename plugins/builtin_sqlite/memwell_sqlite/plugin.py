@@ -14,6 +14,9 @@ from .driver import capabilities
 if TYPE_CHECKING:
     from .manager import SqliteMemoryManager
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 
 def _create(ctx: BackendContext) -> SqliteMemoryManager:
     from .manager import SqliteMemoryManager  # imported when the backend is chosen

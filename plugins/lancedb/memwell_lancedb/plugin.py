@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
     from .manager import LanceMemoryManager
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 _MANAGER_MODULE = "memwell_lancedb.manager"
 
 

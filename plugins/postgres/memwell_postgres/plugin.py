@@ -13,6 +13,9 @@ from .config import PostgresConfig
 if TYPE_CHECKING:
     from .manager import PostgresMemoryManager
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 
 def create_manager(ctx: BackendContext) -> PostgresMemoryManager:
     """Build the manager; the driver is imported only when the backend is chosen."""

@@ -13,6 +13,9 @@ from .config import BACKEND_NAME, QmdConfig
 if TYPE_CHECKING:
     from .manager import QmdMemoryManager
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 
 def create_manager(ctx: BackendContext) -> QmdMemoryManager:
     """Build a :class:`QmdMemoryManager` for ``ctx.workspace`` from ``[backends.qmd]``."""

@@ -12,6 +12,9 @@ from memwell.hookspecs import hookimpl
 from .cross_encoder import DEFAULT_RERANK_MODEL, RERANKER_ID, CrossEncoderConfig, create_reranker
 from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 
 def create(ctx: ProviderContext) -> EmbeddingProvider:
     """Build the ``local`` provider (see :func:`memwell_local.provider.create_provider`)."""

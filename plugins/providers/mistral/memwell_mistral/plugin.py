@@ -11,6 +11,9 @@ from memwell.remote import RemoteEndpoint, remote_provider_spec
 from memwell.textgen.base import TextGenerator
 from memwell.textgen.remote import remote_text_generator_spec
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 
 def _build(ctx: ProviderContext, endpoint: RemoteEndpoint) -> EmbeddingProvider:
     from .provider import MistralEmbeddingProvider

@@ -14,6 +14,9 @@ from memwell.hookspecs import hookimpl
 
 from .config import OllamaConfig
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 DEFAULT_MODEL = "nomic-embed-text"
 AUTO_PRIORITY = 60
 

@@ -16,6 +16,9 @@ from memwell.remote import (
 )
 from memwell.rerank import Reranker
 
+MEMWELL_PLUGIN_API = ">=1.0,<2"
+"""The memwell plugin API versions this plugin supports."""
+
 KEY_ENV = ("VOYAGE_API_KEY",)
 
 
