@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import msgspec
 
 from .errors import ConfigError
+from .lazy_import import lazy_pattern
 from .records import check_finite
 
 if TYPE_CHECKING:
@@ -31,10 +32,10 @@ _T = TypeVar("_T")
 
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
-_AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
-_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`$")
-_FIELD = re.compile(r"^`(?P<name>[^`]+)`: (?P<reason>.*)$", re.DOTALL)
-_SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_AT = lazy_pattern(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_UNKNOWN = lazy_pattern(r"^Object contains unknown field `(?P<name>[^`]*)`$")
+_FIELD = lazy_pattern(r"^`(?P<name>[^`]+)`: (?P<reason>.*)$", re.DOTALL)
+_SEGMENT = lazy_pattern(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 
 
 def field_error(name: str, reason: str) -> ValueError:
@@ -245,7 +246,7 @@ _TYPE_WORDS = {
     "array": "a list",
     "null": "nothing",
 }
-_TYPE = re.compile(r"`([a-z |]+)`")
+_TYPE = lazy_pattern(r"`([a-z |]+)`")
 
 
 def _readable(message: str, value: Any, choices: tuple[Any, ...] | None) -> str:

@@ -40,23 +40,24 @@ class EntryPointRef:
     @property
     def module(self) -> str:
         """The module the value names (``pkg.mod`` of ``pkg.mod:attr``)."""
-        return str(self._parts()["module"])
+        return self._target()[0]
 
     @property
     def attr(self) -> str | None:
         """The attribute path after the colon, if any."""
-        return self._parts()["attr"]
+        return self._target()[1]
 
-    def _parts(self) -> dict[str, str | None]:
+    def _target(self) -> tuple[str, str | None]:
         match = _VALUE.match(self.value)
         if match is None:
             raise ValueError(f"entry point {self.name!r} has an invalid value {self.value!r}")
-        return match.groupdict()
+        return match["module"], match["attr"]
 
     def load(self) -> Any:
         """Import the module and return the object the value names."""
-        module = importlib.import_module(self.module)
-        return functools.reduce(getattr, self.attr.split(".") if self.attr else [], module)
+        module_name, attr = self._target()
+        module = importlib.import_module(module_name)
+        return functools.reduce(getattr, attr.split(".") if attr else [], module)
 
 
 def find_entry_points(group: str) -> list[EntryPointRef]:

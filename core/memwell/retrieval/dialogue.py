@@ -18,10 +18,10 @@ candidates of each retriever, are dialogue-shaped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from memwell.config import HybridSettings
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
 
 MIN_TURNS = 3
@@ -30,7 +30,7 @@ CONTENDERS = 10
 
 # "Caroline: ...", "Dr. Lee: ...", "Mary Ann Smith: ...", memwell's own session notes
 # "user: ..." / "assistant: ..." (up to three words of letters, first one a letter).
-_TURN = re.compile(r"([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30}){0,2}):\s+\S")
+_TURN = lazy_pattern(r"([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30}){0,2}):\s+\S")
 
 
 def turn_speaker(line: str) -> str | None:
