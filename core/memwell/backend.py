@@ -27,8 +27,9 @@ import os
 import threading
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import msgspec
 
 from .config import HybridSettings
 from .curation.session_delta import SESSIONS_ONLY_REASONS
@@ -67,8 +68,7 @@ CLOSE_WAIT_SECONDS = 600.0
 """How long :meth:`MemoryBackend.wait_for_sync` waits for a running sync by default."""
 
 
-@dataclass(frozen=True)
-class SearchRequest:
+class SearchRequest(msgspec.Struct, frozen=True):
     """A search after the preamble: a non-blank query and resolved limits.
 
     ``pool`` is how many candidates each retriever should return (``limit`` times the
@@ -97,8 +97,7 @@ class KnownFile(Protocol):
     def hash(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class ScannedFile:
+class ScannedFile(msgspec.Struct, frozen=True):
     """A memory file found by :meth:`MemoryBackend.scan_files`.
 
     ``chunks`` is ``None`` when the file's content is what the index already holds (only its

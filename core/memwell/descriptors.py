@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from .errors import PluginError
 
@@ -19,8 +20,7 @@ if TYPE_CHECKING:
     from .textgen.base import TextGenerator
 
 
-@dataclass(frozen=True)
-class BackendContext:
+class BackendContext(msgspec.Struct, frozen=True):
     """Everything a backend needs to build a manager.
 
     ``plugin_config`` is the backend's own ``[backends.<name>]`` section validated by its
@@ -36,8 +36,7 @@ class BackendContext:
     purpose: Literal["default", "status"] = "default"
 
 
-@dataclass(frozen=True)
-class ProviderContext:
+class ProviderContext(msgspec.Struct, frozen=True):
     """Everything a provider needs: the resolved model name and its configuration."""
 
     workspace: Path
@@ -62,8 +61,7 @@ indexing of session transcripts (``sources = ["sessions"]``), an index shared ov
 (``remote``), and a store of conversational memories besides the Markdown (``memories``)."""
 
 
-@dataclass(frozen=True)
-class SearchBackend:
+class SearchBackend(msgspec.Struct, frozen=True):
     """A search backend offered by a plugin.
 
     :param name: the value of ``backend = "..."`` that selects it.
@@ -82,7 +80,7 @@ class SearchBackend:
     create: Callable[[BackendContext], MemorySearchManager]
     description: str = ""
     config_model: ConfigModel | None = None
-    capabilities: frozenset[str] = field(default_factory=frozenset)
+    capabilities: frozenset[str] = msgspec.field(default_factory=frozenset)
     diagnostics: Callable[[], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
@@ -94,8 +92,7 @@ class SearchBackend:
             )
 
 
-@dataclass(frozen=True)
-class EmbeddingProviderSpec:
+class EmbeddingProviderSpec(msgspec.Struct, frozen=True):
     """An embedding provider offered by a plugin.
 
     :param id: the value of ``provider = "..."`` that selects it.
@@ -117,8 +114,7 @@ class EmbeddingProviderSpec:
     description: str = ""
 
 
-@dataclass(frozen=True)
-class TextGeneratorSpec:
+class TextGeneratorSpec(msgspec.Struct, frozen=True):
     """A text generator offered by a plugin: text in, text out (slugs, summaries, compaction).
 
     :param id: the value of ``[textgen] provider = "..."`` that selects it.
@@ -143,8 +139,7 @@ class TextGeneratorSpec:
     description: str = ""
 
 
-@dataclass(frozen=True)
-class RerankerSpec:
+class RerankerSpec(msgspec.Struct, frozen=True):
     """A reranker offered by a plugin: scores (query, chunk text) pairs for the rerank stage.
 
     :param id: the value of ``[rerank] provider = "..."`` that selects it.
@@ -164,8 +159,7 @@ class RerankerSpec:
     description: str = ""
 
 
-@dataclass(frozen=True)
-class ToolHints:
+class ToolHints(msgspec.Struct, frozen=True):
     """How an agent tool touches memory (MCP's readOnly/destructive/idempotent hints)."""
 
     read_only: bool
@@ -177,8 +171,7 @@ READ_ONLY = ToolHints(read_only=True, idempotent=True)
 """The hints of a tool that only reads."""
 
 
-@dataclass(frozen=True)
-class AgentTool:
+class AgentTool(msgspec.Struct, frozen=True):
     """An agent tool offered by a plugin for one manager (see ``memwell_agent_tools``).
 
     :param definition: the OpenAI function-calling definition,

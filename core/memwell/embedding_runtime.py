@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+
+import msgspec
 
 from .config import MemwellSettings, plugin_config
 from .descriptors import EmbeddingProviderSpec, ProviderContext
@@ -42,8 +43,7 @@ REMOTE_BATCH_BYTES = 8000
 LOCAL_BATCH_TEXTS = 64
 
 
-@dataclass
-class BatchState:
+class BatchState(msgspec.Struct):
     """Batch-API health: two failures disable batching for the runtime's lifetime."""
 
     failures: int = 0
@@ -58,8 +58,7 @@ class BatchState:
             self.disabled = True
 
 
-@dataclass
-class Selection:
+class Selection(msgspec.Struct):
     """The outcome of provider selection."""
 
     provider: EmbeddingProvider | None

@@ -20,15 +20,15 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
 _SUFFIXES = (".dist-info", ".egg-info")
 
 
-@dataclass(frozen=True)
-class EntryPointRef:
+class EntryPointRef(msgspec.Struct, frozen=True):
     """One entry point: ``name = value`` in ``group``, declared by ``distribution``."""
 
     name: str

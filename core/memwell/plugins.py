@@ -20,9 +20,9 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, cast
 
+import msgspec
 import pluggy
 
 from . import hookspecs
@@ -51,8 +51,7 @@ _HOOKS = {
 }
 
 
-@dataclass
-class PluginInfo:
+class PluginInfo(msgspec.Struct):
     """What ``memwell plugins`` shows for one plugin."""
 
     name: str
@@ -61,10 +60,10 @@ class PluginInfo:
     status: str = "loaded"  # loaded | error | blocked | incompatible | conflict
     error: str | None = None
     api: str | None = None  # the plugin API range it declares (None: undeclared)
-    backends: list[str] = field(default_factory=list)
-    providers: list[str] = field(default_factory=list)
-    text_generators: list[str] = field(default_factory=list)
-    rerankers: list[str] = field(default_factory=list)
+    backends: list[str] = msgspec.field(default_factory=list)
+    providers: list[str] = msgspec.field(default_factory=list)
+    text_generators: list[str] = msgspec.field(default_factory=list)
+    rerankers: list[str] = msgspec.field(default_factory=list)
 
     def names(self, kind: str) -> list[str]:
         """The names of what this plugin provides of ``kind`` (backend, provider, ...)."""

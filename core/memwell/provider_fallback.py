@@ -15,9 +15,10 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+import msgspec
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +26,7 @@ FALLBACK_FILE = "provider-fallback.json"
 MAX_RETRY_SECONDS = 24 * 3600.0
 
 
-@dataclass(frozen=True)
-class FallbackRecord:
+class FallbackRecord(msgspec.Struct, frozen=True):
     """A primary provider that failed, the fallback serving instead, and when to retry."""
 
     primary: str
@@ -95,7 +95,7 @@ def save_record(path: Path, record: FallbackRecord) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(asdict(record), indent=2), encoding="utf-8")
+        tmp.write_text(json.dumps(msgspec.structs.asdict(record), indent=2), encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
         log.warning("memwell: cannot record the provider fallback in %s: %s", path, exc)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TypeVar
+
+import msgspec
 
 from .errors import ProviderError
 
@@ -45,16 +46,15 @@ def is_retryable(exc: BaseException) -> bool:
     return status is not None and (status in (408, 429) or status >= 500)
 
 
-@dataclass
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct):
     """3 retries, 500 ms doubling, up to +20 % jitter, each wait capped at 8 s."""
 
     max_retries: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
     jitter: float = 0.2
-    sleep: Callable[[float], None] = field(default=time.sleep)
-    rand: Callable[[], float] = field(default=random.random)
+    sleep: Callable[[float], None] = time.sleep
+    rand: Callable[[], float] = random.random
 
     def call(self, fn: Callable[[], T], *, provider: str) -> T:
         """Run ``fn``, retrying retryable failures; errors come out as :class:`ProviderError`."""

@@ -25,8 +25,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from ..config import MemwellSettings
 from ..debounce import Debouncer
@@ -43,8 +44,7 @@ DEBOUNCE_SECONDS = 5.0
 _READ_CHUNK = 64 * 1024
 
 
-@dataclass
-class FileDelta:
+class FileDelta(msgspec.Struct):
     """What the tracker knows of one transcript."""
 
     last_size: int = 0

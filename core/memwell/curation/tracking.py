@@ -29,9 +29,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+import msgspec
 
 from ..config import MemwellSettings
 from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
@@ -106,8 +107,7 @@ def _recent_distinct(values: Sequence[str], new: str, limit: int) -> list[str]:
     return [*kept, new][-limit:]
 
 
-@dataclass
-class RecallEntry:
+class RecallEntry(msgspec.Struct):
     """One tracked chunk (the reference's short-term recall entry)."""
 
     key: str
@@ -123,9 +123,9 @@ class RecallEntry:
     max_score: float = 0.0
     first_recalled_at: str = ""
     last_recalled_at: str = ""
-    query_hashes: list[str] = field(default_factory=list)
-    recall_days: list[str] = field(default_factory=list)
-    concept_tags: list[str] = field(default_factory=list)
+    query_hashes: list[str] = msgspec.field(default_factory=list)
+    recall_days: list[str] = msgspec.field(default_factory=list)
+    concept_tags: list[str] = msgspec.field(default_factory=list)
     promoted_at: str | None = None
 
     @property
@@ -166,13 +166,12 @@ def _save(conn: sqlite3.Connection, entry: RecallEntry) -> None:
     conn.execute(f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row())
 
 
-@dataclass(frozen=True)
-class _Job:
+class _Job(msgspec.Struct, frozen=True):
     """One recording, applied by the writer thread: a search's hits or a read's lines."""
 
     now: str
     day: str
-    searches: list[tuple[str, dict[str, MemorySearchResult]]] = field(default_factory=list)
+    searches: list[tuple[str, dict[str, MemorySearchResult]]] = msgspec.field(default_factory=list)
     read: tuple[str, int, int | None] | None = None
 
 

@@ -14,8 +14,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..config import RecallCacheSettings
 from ..lazy_import import lazy_module
@@ -41,8 +42,7 @@ def estimate_bytes(query: str, vector: Vector | None, results: Sequence[MemorySe
     return ENTRY_OVERHEAD + len(query) + vector_bytes + texts + RESULT_OVERHEAD * len(results)
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(msgspec.Struct, frozen=True):
     options: str
     query: str
     space: str
@@ -52,8 +52,7 @@ class _Entry:
     size: int
 
 
-@dataclass(frozen=True)
-class _Stack:
+class _Stack(msgspec.Struct, frozen=True):
     """The vectors of the entries with one options key and vector space, stacked once for
     every semantic lookup until an entry is added or dropped."""
 

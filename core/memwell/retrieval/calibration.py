@@ -26,8 +26,9 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..lazy_import import lazy_module
 
@@ -79,8 +80,7 @@ CALIBRATION_ID = (
 )
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(msgspec.Struct, frozen=True):
     """A model's two anchors on the cosine scale (see the module docstring)."""
 
     unrelated: float

@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
 from typing import NamedTuple
+
+import msgspec
 
 from memwell.lazy_import import lazy_pattern
 
@@ -44,8 +45,7 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(msgspec.Struct, frozen=True):
     """A slice of a source file: 1-based inclusive line range, text and ``sha256_hex(text)``."""
 
     start_line: int
@@ -246,6 +246,8 @@ def remap_lines(chunks: Sequence[Chunk], line_map: Sequence[int]) -> list[Chunk]
         return line_map[min(line - 1, last)]
 
     return [
-        replace(chunk, start_line=mapped(chunk.start_line), end_line=mapped(chunk.end_line))
+        msgspec.structs.replace(
+            chunk, start_line=mapped(chunk.start_line), end_line=mapped(chunk.end_line)
+        )
         for chunk in chunks
     ]

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
+
+import msgspec
 
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.decay import date_from_path
@@ -73,8 +75,7 @@ _TIME_WORDS = re.compile(
 _BARE_MONTH = re.compile(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
 
 
-@dataclass(frozen=True)
-class DateSpan:
+class DateSpan(msgspec.Struct, frozen=True):
     """A date a query names: a ``day`` (with or without its year) or a whole month."""
 
     month: int

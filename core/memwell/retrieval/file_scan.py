@@ -15,8 +15,9 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from ..sources.discovery import list_memory_files, read_source_file
 from .candidate import Candidate
@@ -30,8 +31,7 @@ K1 = 1.2
 B = 0.75
 
 
-@dataclass(frozen=True)
-class ScanLimits:
+class ScanLimits(msgspec.Struct, frozen=True):
     """Bounds of one scan: wall time, total bytes read, and the largest file read."""
 
     max_seconds: float = 2.0
@@ -39,17 +39,15 @@ class ScanLimits:
     max_file_bytes: int = 4 * 1024 * 1024
 
 
-@dataclass
-class ScanOutcome:
+class ScanOutcome(msgspec.Struct):
     """Candidates found (best first, at most ``limit``), files read, and what was left out."""
 
     candidates: list[Candidate]
     files_scanned: int
-    incomplete: list[str] = field(default_factory=list)
+    incomplete: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Scored:
+class _Scored(msgspec.Struct, frozen=True):
     path: str
     start_line: int
     end_line: int

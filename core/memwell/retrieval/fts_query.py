@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+
+import msgspec
 
 from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
@@ -26,8 +27,7 @@ _TOKENIZERS = ("unicode61", "trigram")
 _CJK_OR_OTHER = lazy_pattern(f"([{CJK_CLASS}]+)|[^{CJK_CLASS}]+")
 
 
-@dataclass(frozen=True)
-class FtsQuery:
+class FtsQuery(msgspec.Struct, frozen=True):
     """A keyword query ready for SQLite.
 
     ``match`` is a safe FTS5 MATCH expression (``None`` when only substring terms remain).
@@ -38,8 +38,18 @@ class FtsQuery:
 
     match: str | None
     like_terms: tuple[str, ...]
-    terms: tuple[str, ...] = field(default=(), compare=False)
-    joiner: str = field(default=" OR ", compare=False)
+    terms: tuple[str, ...] = ()
+    joiner: str = " OR "
+
+    def __eq__(self, other: object) -> bool:
+        """Queries are equal when SQLite runs the same thing: ``match`` and ``like_terms``
+        (``terms`` and ``joiner`` only say how ``match`` was built)."""
+        if not isinstance(other, FtsQuery):
+            return NotImplemented
+        return self.match == other.match and self.like_terms == other.like_terms
+
+    def __hash__(self) -> int:
+        return hash((self.match, self.like_terms))
 
     def keeping(self, keep: Collection[str]) -> FtsQuery:
         """The same query with only the MATCH ``terms`` in ``keep`` (all of them if none are)."""

@@ -15,9 +15,10 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import BinaryIO
+
+import msgspec
 
 from memwell.errors import PathNotAllowedError
 
@@ -43,8 +44,7 @@ _OPEN_FLAGS = (
 )
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(msgspec.Struct, frozen=True):
     """One indexable file: where it is, its stat data and the sha256 of its bytes."""
 
     path: str
@@ -131,8 +131,7 @@ def _translate_os_error(exc: OSError, path: Path) -> Exception:
     return exc
 
 
-@dataclass(frozen=True)
-class FoundFile:
+class FoundFile(msgspec.Struct, frozen=True):
     """A discovered memory file with the stat data of the walk that found it."""
 
     path: str

@@ -13,9 +13,10 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+import msgspec
 
 from memwell.lazy_import import lazy_pattern
 from memwell.sources.redact import redact
@@ -33,8 +34,7 @@ _DREAMING_CUSTOM_TYPE = "openclaw:bootstrap-context:full"
 _DREAMING_RUN_PREFIX = "dreaming-narrative-"
 
 
-@dataclass(frozen=True)
-class ParsedSession:
+class ParsedSession(msgspec.Struct, frozen=True):
     """Searchable text of one transcript, with a JSONL line and a timestamp per content line."""
 
     content: str
@@ -142,8 +142,7 @@ def _load_record(line: str) -> dict[str, object] | None:
     return record if isinstance(record, dict) else None
 
 
-@dataclass(frozen=True)
-class TranscriptMessage:
+class TranscriptMessage(msgspec.Struct, frozen=True):
     """One kept user or assistant message: one line of redacted text, epoch ms (0: unknown),
     and whether redaction changed it."""
 
@@ -174,8 +173,7 @@ def _message_line(record: dict[str, object]) -> tuple[str, int] | None:
     return f"{_ROLE_LABELS[kept.role]}: {kept.text}", kept.timestamp_ms
 
 
-@dataclass(frozen=True)
-class TranscriptMessages:
+class TranscriptMessages(msgspec.Struct, frozen=True):
     """A transcript's kept messages, its session id (from a ``session`` record, if any) and
     how many non-blank lines were not JSON objects."""
 

@@ -11,16 +11,16 @@ import importlib
 import importlib.util
 import os
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+import msgspec
+
 BUSY_TIMEOUT_MS = 5000
 
 
-@dataclass(frozen=True)
-class DriverInfo:
+class DriverInfo(msgspec.Struct, frozen=True):
     """Which SQLite module is in use and whether sqlite-vec loaded."""
 
     module: str

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 from memwell.config import MemwellSettings
 from memwell.embedding_runtime import EmbeddingRuntime
 from memwell.models import SyncProgress
@@ -40,8 +40,7 @@ CHUNKS_PER_TXN = 64
 FTS_ONLY_CHUNKS_PER_TXN = 2048
 
 
-@dataclass
-class PendingFile:
+class PendingFile(msgspec.Struct):
     """A file whose chunks must be (re)written."""
 
     path: str
@@ -51,8 +50,7 @@ class PendingFile:
     changed: bool = True
 
 
-@dataclass
-class SyncStats:
+class SyncStats(msgspec.Struct):
     scanned: int = 0
     indexed: int = 0
     unchanged: int = 0
@@ -61,7 +59,7 @@ class SyncStats:
     embedded: int = 0
     cached: int = 0
     evicted: int = 0
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
 
 def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:

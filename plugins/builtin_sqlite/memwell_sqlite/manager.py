@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
 from memwell.curation.session_delta import SessionDeltaTracker
 from memwell.descriptors import BackendContext
@@ -622,7 +623,7 @@ class SqliteMemoryManager(MemoryBackend):
                     "version": info.sqlite_version if info else None,
                     "sqlite_vec": info.vec_version if info else None,
                 },
-                "batch": vars(self.runtime.batch).copy(),
+                "batch": msgspec.structs.asdict(self.runtime.batch),
                 "recovered": list(self.files.recovered),
                 "generation_file": Path(db_path).name if db_path else None,
                 "access": store.access if store is not None else None,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from memwell import sqlite_errors
 from memwell.lazy_import import lazy_module
 from memwell.retrieval.candidate import Candidate
@@ -58,8 +58,7 @@ CREATE INDEX IF NOT EXISTS embedding_cache_updated ON embedding_cache (updated_a
 """
 
 
-@dataclass(frozen=True)
-class ChunkRow:
+class ChunkRow(msgspec.Struct, frozen=True):
     """A chunk ready to be written; ``embedding`` is a unit float32 vector or ``None``."""
 
     id: str
@@ -70,8 +69,7 @@ class ChunkRow:
     embedding: Vector | None
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(msgspec.Struct, frozen=True):
     hash: str
     mtime: int
     size: int
