@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
 from memwell.config import HybridSettings
 from memwell.factory import open_memory
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.date_match import (
     DateSpan,
+    _read_dates,
     asks_when,
     boost_dates,
     mentions_time,
@@ -27,6 +30,26 @@ def test_query_dates_reads_days_months_and_iso() -> None:
     assert query_dates("May I ask what Ann cooked?") == [], "a bare 'May' is a verb"
     assert query_dates("what did we decide about the release?") == []
     assert query_dates("on 39 March, 2023") == [DateSpan(3, 2023)], "no such day: the month"
+
+
+_DATE_PIECES = st.sampled_from(
+    ["in", "of", "during", "May", "sept", "Mar.", "october", "13th", "2023", "2023-10-13", "x"]
+)
+
+
+@given(st.lists(_DATE_PIECES, min_size=1, max_size=5).map(" ".join))
+def test_the_quick_no_date_check_never_hides_a_date(query: str) -> None:
+    """A query skips the date patterns only when it holds no month stem and no digit, and
+    every pattern needs one of them: the answer is what the patterns alone read."""
+    assert query_dates(query) == _read_dates(query.lower())
+
+
+def test_every_month_name_passes_the_quick_check() -> None:
+    names = ["january", "jan", "february", "feb", "march", "mar", "april", "apr", "may"]
+    names += ["june", "jun", "july", "jul", "august", "aug", "september", "sep", "sept"]
+    names += ["october", "oct", "november", "nov", "december", "dec"]
+    for name in names:
+        assert query_dates(f"what happened in {name.title()}"), name
 
 
 def test_date_span_matches_the_day_and_the_week_after_or_the_month() -> None:

@@ -50,6 +50,8 @@ class Context:
             self.overrides["backend"] = backend
         if provider:
             self.overrides["provider"] = provider
+        self.opened_settings: MemwellSettings | None = None
+        """The settings :meth:`open` last opened memory with."""
 
     @property
     def workspace(self) -> Path:
@@ -74,7 +76,8 @@ class Context:
         from ..factory import open_memory
 
         sync = {"sync": {"watch": watch, "on_search": False}} if not watch else {}
-        return open_memory(self.workspace, settings=self.settings(**sync, **extra))
+        self.opened_settings = self.settings(**sync, **extra)
+        return open_memory(self.workspace, settings=self.opened_settings)
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -203,7 +206,8 @@ def search(
         print_search_notes(search_report(manager.status()), manager, verbose=ctx.verbose)
         return
     results = manager.search(query, max_results=max_results, min_score=min_score)
-    warning = truncation_warning(query, ctx.settings().query.max_chars)
+    assert ctx.opened_settings is not None  # set by ctx.open()
+    warning = truncation_warning(query, ctx.opened_settings.query.max_chars)
     if warning:
         click.echo(f"warning: {warning}", err=True)
     status = manager.status()

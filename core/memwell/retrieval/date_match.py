@@ -26,6 +26,7 @@ from datetime import date
 
 import msgspec
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.decay import date_from_path
 
@@ -59,20 +60,23 @@ _YEAR = r"((?:19|20)[0-9]{2})"
 # "13 October, 2023", "13th of Oct 2023" / "October 13, 2023", "Oct 13th" / "October 2023" /
 # "in October"; ISO "2023-10-13". "May" alone is a verb as often as a month: a bare month
 # name counts only after a preposition.
-_ISO = re.compile(r"\b" + _YEAR + r"-([01][0-9])-([0-3][0-9])\b")
-_DAY_MONTH = re.compile(r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")
-_MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?\b")
-_MONTH_YEAR = re.compile(r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b")
-_ASKS_WHEN = re.compile(r"\s*(?:when|how long)\b", re.IGNORECASE)
+_ISO = lazy_pattern(r"\b" + _YEAR + r"-([01][0-9])-([0-3][0-9])\b")
+_DAY_MONTH = lazy_pattern(r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + r")?\b")
+_MONTH_DAY = lazy_pattern(r"\b" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?\b")
+_MONTH_YEAR = lazy_pattern(r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b")
+_ASKS_WHEN = lazy_pattern(r"\s*(?:when|how long)\b", re.IGNORECASE)
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-_TIME_WORDS = re.compile(
+_TIME_WORDS = lazy_pattern(
     r"\b(?:yesterday|today|tonight|tomorrow|ago|(?:last|next|this)\s+(?:week|month|year|night|"
     r"weekend|morning|summer|winter|spring|fall|autumn|tues|thurs)|" + _WEEKDAY + r"|"
     r"january|february|march|april|june|july|august|september|october|november|december|"
     r"(?:19|20)[0-9]{2})\b",
     re.IGNORECASE,
 )
-_BARE_MONTH = re.compile(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
+_BARE_MONTH = lazy_pattern(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
+_MONTH_STEMS = tuple(sorted({name[:3] for name in _MONTHS}))
+"""Every month pattern above matches one of these: a query holding none of them (and no
+digit) names no date, and the patterns are neither compiled nor run."""
 
 
 class DateSpan(msgspec.Struct, frozen=True):
@@ -103,6 +107,12 @@ def _year(text: str | None) -> int | None:
 def query_dates(query: str) -> list[DateSpan]:
     """The dates ``query`` names, most specific first; ``[]`` when it names none."""
     text = query.lower()
+    if not any(stem in text for stem in _MONTH_STEMS) and not any(c.isdigit() for c in text):
+        return []
+    return _read_dates(text)
+
+
+def _read_dates(text: str) -> list[DateSpan]:
     spans: list[DateSpan] = []
     taken: list[tuple[int, int]] = []
 

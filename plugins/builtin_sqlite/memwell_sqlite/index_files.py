@@ -15,7 +15,6 @@ file, is opened read-only and :meth:`PublishedIndex.notes` says so.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -115,6 +114,8 @@ class PublishedIndex:
         fault = classify(exc)
         if fault is Fault.TRANSIENT:
             try:
+                import shutil  # only on a failed write: its import costs a search 3 ms
+
                 return shutil.disk_usage(self.index_dir.root).free < LOW_SPACE_BYTES
             except OSError:
                 return False
