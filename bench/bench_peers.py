@@ -451,9 +451,12 @@ def run_all(tools: list[Tool], args: argparse.Namespace, errors: list[str]) -> N
     for i in range(args.reps):
         log(f"one-file-edit reindex {i + 1}/{args.reps}")
         phase("edit reindex", lambda t, i=i: t.reindex(i))
-    for i in range(args.reps):
-        log(f"one-shot CLI search {i + 1}/{args.reps}")
-        phase("CLI search", lambda t, i=i: t.cli_search(keywords(t.facts[i].question)) and None)
+    for i in range(args.cli_reps):
+        log(f"one-shot CLI search {i + 1}/{args.cli_reps}")
+        phase(
+            "CLI search",
+            lambda t, i=i: t.cli_search(keywords(t.facts[i % len(t.facts)].question)) and None,
+        )
     log("warm search: starting long-running processes")
     phase("warm start", lambda t: t.start_warm())
     phase("warm-up query", lambda t: t.warm("warm up the model and the index") and None)
@@ -658,7 +661,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of reindex/CLI rows")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the reindex rows")
+    parser.add_argument(
+        "--cli-reps", type=int, default=15, help="one-shot CLI searches per tool (interleaved)"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="warm-search rounds over 50 queries")
     parser.add_argument(
         "--index-rounds", type=int, default=2, help="interleaved first-index rounds per tool"
@@ -722,8 +728,8 @@ def main() -> None:
         f"- first index: median of {args.index_rounds} rounds from an empty index, "
         "interleaved (tools in order, then in reverse order, ...), with the CPU time "
         "(user + system, from `/usr/bin/time`) and the mean of the 1-minute load average "
-        f"before and after each run; reindex and one-shot CLI rows: median of {args.reps} "
-        "(reindex CPU time as for the first index); "
+        f"before and after each run; reindex rows: median of {args.reps} (CPU time as for "
+        f"the first index); one-shot CLI row: median of {args.cli_reps}, round-robin; "
         "each later phase runs round-robin over the tools so that load from other jobs hits "
         "all alike; CLI search = one `memwell search --no-sync` / `memsearch search` / "
         "`qmd search` process (keyword form of a fact question, -n 5)",
