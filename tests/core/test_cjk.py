@@ -7,7 +7,12 @@ import unicodedata
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.retrieval.cjk import is_cjk_char, segment_for_index, segment_query_terms
+from memwell.retrieval.cjk import (
+    is_cjk_char,
+    segment_for_index,
+    segment_query_terms,
+    split_query_token,
+)
 
 CJK_SAMPLE = "北京金银价格我爱天安门あいうカタカナー서울에서만나요々"
 MIXED = st.text(alphabet=st.sampled_from(list(CJK_SAMPLE + "ab Z9_.,-\n\t\"'😀é")), max_size=40)
@@ -117,3 +122,18 @@ def test_segment_for_index_handles_a_megabyte() -> None:
 )
 def test_segment_query_terms(text: str, expected: list[str]) -> None:
     assert segment_query_terms(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("api接口v2", ["api", "接口", "v2"]),
+        ("a金银b价", ["a", "金银", "b", "价"]),
+        ("金银价格", ["金银", "银价", "价格"]),
+        ("金", ["金"]),
+        ("abc", ["abc"]),
+        ("", []),
+    ],
+)
+def test_split_query_token_keeps_the_text_between_cjk_runs(token: str, expected: list[str]) -> None:
+    assert split_query_token(token) == expected

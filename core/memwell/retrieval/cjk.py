@@ -77,5 +77,26 @@ def segment_query_terms(text: str) -> list[str]:
     """
     terms: list[str] = []
     for run in _CJK_RUN.findall(text):
-        terms.extend([run] if len(run) == 1 else _bigrams(run))
+        terms.extend(_run_terms(run))
     return terms
+
+
+def split_query_token(token: str) -> list[str]:
+    """``token`` with each CJK run replaced by its query terms (as in
+    :func:`segment_query_terms`) and the text between runs kept whole, in order:
+    ``"api接口v2"`` gives ``["api", "接口", "v2"]``."""
+    pieces: list[str] = []
+    end = 0
+    for match in _CJK_RUN.finditer(token):
+        if match.start() > end:
+            pieces.append(token[end : match.start()])
+        pieces.extend(_run_terms(match.group()))
+        end = match.end()
+    if end < len(token):
+        pieces.append(token[end:])
+    return pieces
+
+
+def _run_terms(run: str) -> list[str]:
+    """A one-character run gives itself; a longer run gives its adjacent bigrams."""
+    return [run] if len(run) == 1 else _bigrams(run)

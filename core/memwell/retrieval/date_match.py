@@ -75,8 +75,8 @@ _TIME_WORDS = lazy_pattern(
 )
 _BARE_MONTH = lazy_pattern(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
 _MONTH_STEMS = tuple(sorted({name[:3] for name in _MONTHS}))
-"""Every month pattern above matches one of these: a query holding none of them (and no
-digit) names no date, and the patterns are neither compiled nor run."""
+"""Every pattern above but ``_ISO`` matches one of these, and ``_ISO`` needs a digit and a
+``-``: a query with neither names no date, and the patterns are neither compiled nor run."""
 
 
 class DateSpan(msgspec.Struct, frozen=True):
@@ -107,7 +107,8 @@ def _year(text: str | None) -> int | None:
 def query_dates(query: str) -> list[DateSpan]:
     """The dates ``query`` names, most specific first; ``[]`` when it names none."""
     text = query.lower()
-    if not any(stem in text for stem in _MONTH_STEMS) and not any(c.isdigit() for c in text):
+    iso_like = "-" in text and any(c.isdigit() for c in text)
+    if not iso_like and not any(stem in text for stem in _MONTH_STEMS):
         return []
     return _read_dates(text)
 

@@ -7,8 +7,7 @@ from collections.abc import Collection, Iterable
 
 import msgspec
 
-from memwell.lazy_import import lazy_pattern
-from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
+from memwell.retrieval.cjk import segment_for_index, split_query_token
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 
@@ -24,7 +23,6 @@ and FTS5's cost for a phrase grows with its number of trigrams."""
 
 _JOINERS = {"or": " OR ", "and": " AND "}
 _TOKENIZERS = ("unicode61", "trigram")
-_CJK_OR_OTHER = lazy_pattern(f"([{CJK_CLASS}]+)|[^{CJK_CLASS}]+")
 
 
 class FtsQuery(msgspec.Struct, frozen=True):
@@ -74,8 +72,7 @@ def _word_terms(query: str) -> list[str]:
         if token.isascii():  # no CJK run: skips compiling the CJK class for an ASCII query
             terms.append(token)
             continue
-        for piece in _CJK_OR_OTHER.finditer(token):
-            terms.extend(segment_query_terms(piece.group()) if piece.group(1) else [piece.group()])
+        terms.extend(split_query_token(token))
     return _searchable(terms)
 
 
