@@ -152,6 +152,18 @@ def test_search_text_output_and_no_results(ws: Path) -> None:
     assert miss.stdout.strip() == "no results"
 
 
+def test_search_warns_when_the_query_is_cut_to_max_chars(ws: Path) -> None:
+    (ws / "memwell.toml").write_text("[query]\nmax_chars = 40\n")
+    long_query = "Zanzibar codename " + "filler " * 20
+    args = ["--provider", "none", "-w", str(ws), "search"]
+    cut = CliRunner().invoke(cli, [*args, long_query])
+    assert cut.exit_code == 0, (cut.output, cut.exception)
+    assert "only its first 40 were searched" in cut.stderr
+    assert "memory/2026-01-02.md" in cut.stdout
+    whole = CliRunner().invoke(cli, [*args, "Zanzibar codename"])
+    assert "were searched" not in whole.stderr
+
+
 def test_get_prints_exact_lines(ws: Path) -> None:
     runner = CliRunner()
     args = ["--provider", "none", "-w", str(ws), "get", "MEMORY.md", "--from", "3", "--lines", "1"]

@@ -50,8 +50,6 @@ class Context:
             self.overrides["backend"] = backend
         if provider:
             self.overrides["provider"] = provider
-        self.opened_settings: MemwellSettings | None = None
-        """The settings :meth:`open` last opened memory with."""
 
     @property
     def workspace(self) -> Path:
@@ -76,8 +74,7 @@ class Context:
         from ..factory import open_memory
 
         sync = {"sync": {"watch": watch, "on_search": False}} if not watch else {}
-        self.opened_settings = self.settings(**sync, **extra)
-        return open_memory(self.workspace, settings=self.opened_settings)
+        return open_memory(self.workspace, settings=self.settings(**sync, **extra))
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -206,11 +203,11 @@ def search(
         print_search_notes(search_report(manager.status()), manager, verbose=ctx.verbose)
         return
     results = manager.search(query, max_results=max_results, min_score=min_score)
-    assert ctx.opened_settings is not None  # set by ctx.open()
-    warning = truncation_warning(query, ctx.opened_settings.query.max_chars)
+    status = manager.status()
+    # the cap the backend applied (as the memory_search tool reports it), not the settings again
+    warning = truncation_warning(query, status.query_max_chars)
     if warning:
         click.echo(f"warning: {warning}", err=True)
-    status = manager.status()
     report = search_report(status)
     warn_keyword_only(status)
     if not results:
