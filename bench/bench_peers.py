@@ -191,7 +191,7 @@ class Tool:
         files: int,
         args: argparse.Namespace,
         model: str,
-        snap: Snapshot | None = None,
+        snap: Snapshot,
         lang: str = "en",
     ) -> None:
         from corpus import generate
@@ -236,7 +236,6 @@ class Tool:
             # none, so every timed query must reach the index.
             lines += ["[query]", "min_score = 0.0", "[cache.recall]", "enabled = false"]
             cfg.write_text("\n".join(lines) + "\n")
-            assert snap is not None, "memwell runs from its snapshot"
             base = [snap.memwell, "-w", str(self.ws)]
             base += ["--config", str(cfg)]
             self.first_cmd = self.reindex_cmd = [*base, "index"]
@@ -649,8 +648,8 @@ def snapshot_memwell(dest: Path) -> Snapshot:
     lines = [*map(str, roots), *site.getsitepackages()]
     (Path(site_dir) / "memwell-snapshot.pth").write_text("\n".join(lines) + "\n")
     script = venv / "bin" / "memwell"
-    console = Path(sys.executable).with_name("memwell").read_text().splitlines()[1:]
-    script.write_text("\n".join([f"#!{python}", *console]) + "\n")
+    entry = "import sys\nfrom memwell.cli.main import main\nsys.exit(main())\n"
+    script.write_text(f"#!{python}\n{entry}")  # what pip writes for the console script
     script.chmod(0o755)
     return Snapshot(commit, str(python), str(script), str(src))
 
