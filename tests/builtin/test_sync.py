@@ -205,6 +205,26 @@ def test_first_search_bootstraps_empty_index(open_ws: OpenFn, workspace: Path) -
     assert hits and hits[0].path == "memory/2026-01-02.md"
 
 
+def test_a_warm_search_reads_the_generation_pointer_once(
+    open_ws: OpenFn, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memwell_sqlite.layout import IndexDir
+
+    # The recall cache reads the pointer too (the index's content version); off here.
+    memory = open_ws(workspace, provider="none", cache={"recall": {"enabled": False}})
+    memory.search("Zanzibar", min_score=0.0)  # bootstraps, opens the reader
+    reads: list[int] = []
+    original = IndexDir.current
+
+    def counting(self: IndexDir) -> Path | None:
+        reads.append(1)
+        return original(self)
+
+    monkeypatch.setattr(IndexDir, "current", counting)
+    assert memory.search("Zanzibar codename", min_score=0.0)[0].path == "memory/2026-01-02.md"
+    assert len(reads) == 1, "the bootstrap check trusts the open, non-empty reader"
+
+
 def test_status_fields(open_ws: OpenFn, workspace: Path) -> None:
     memory = open_ws(workspace)
     memory.sync()

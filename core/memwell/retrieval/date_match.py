@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import date
 
 import msgspec
@@ -172,5 +171,5 @@ def boost_dates(
         extra = date_boost if matched[item.path] else 0.0
         if timed and mentions_time(item.text):
             extra += when_boost
-        out.append(replace(item, score=item.score + extra) if extra else item)
+        out.append(item.with_score(item.score + extra) if extra else item)
     return out

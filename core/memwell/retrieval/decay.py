@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import date, datetime, timezone
 
 from memwell.lazy_import import lazy_pattern
@@ -107,5 +106,5 @@ def apply_temporal_decay(
         multiplier = 1.0
         if stamp is not None:
             multiplier = decay_multiplier((now_seconds - stamp) / _SECONDS_PER_DAY, half_life_days)
-        decayed.append(replace(item, score=item.score * multiplier))
+        decayed.append(item.with_score(item.score * multiplier))
     return decayed

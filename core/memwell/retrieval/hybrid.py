@@ -65,7 +65,7 @@ def merge_weighted(
     w_vector, w_text = normalize_weights(vector_weight, text_weight)
     merged = _union(_first_by_id(vector), _first_by_id(keyword)).values()
     return _by_score(
-        [replace(c, score=w_vector * c.vector_score + w_text * c.text_score) for c in merged]
+        [c.with_score(w_vector * c.vector_score + w_text * c.text_score) for c in merged]
     )
 
 
@@ -99,7 +99,7 @@ def merge_rrf(
         return clamp01(total * (k + 1))
 
     merged = _union(vector_hits, keyword_hits)
-    return _by_score([replace(c, score=fused(cid)) for cid, c in merged.items()])
+    return _by_score([c.with_score(fused(cid)) for cid, c in merged.items()])
 
 
 def relaxed_filter(

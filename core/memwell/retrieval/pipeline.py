@@ -7,7 +7,6 @@ the candidate lists; these functions make the rest identical everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 
 from ..config import HybridSettings
@@ -78,9 +77,7 @@ def fuse_hybrid(
         )
     ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of, query=query)
     if calibration is not None and hybrid.fusion == "weighted":
-        calibrated = [
-            replace(c, score=calibration.fused_score(c.score, vector_weight)) for c in ranked
-        ]
+        calibrated = [c.with_score(calibration.fused_score(c.score, vector_weight)) for c in ranked]
         return [c for c in calibrated if c.score >= min_score][: max(0, max_results)]
     return relaxed_filter(
         ranked,
@@ -114,7 +111,7 @@ def rank_keyword_only(
     """
     terms = query_terms(query)  # once per query, not per candidate
     boosted = [
-        replace(c, score=min(1.0, c.text_score + keyword_boost(terms, c.text, c.path, c.terms)))
+        c.with_score(min(1.0, c.text_score + keyword_boost(terms, c.text, c.path, c.terms)))
         for c in hits
     ]
     return keyword_floor(

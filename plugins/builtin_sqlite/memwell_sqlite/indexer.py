@@ -35,9 +35,16 @@ FTS_ONLY_MODEL = "fts-only"
 FILES_PER_TXN = 128
 #: A group also closes once it holds this many chunks, so progress moves per embedding batch.
 CHUNKS_PER_TXN = 64
-#: The same bound without a model: nothing to embed, so groups are only bounded by memory
-#: (each commit of a first keyword-only index cost about 15 ms at 64 chunks a group).
+#: The same bounds without a model: nothing to embed, so groups are only bounded by memory
+#: (each commit of a first keyword-only index cost about 15 ms at 64 chunks a group, and
+#: leaves one more FTS segment to merge).
 FTS_ONLY_CHUNKS_PER_TXN = 2048
+FTS_ONLY_FILES_PER_TXN = 1024
+
+#: A sync that wrote at least this many chunks, and at least half of the index, merges the FTS
+#: index's segments afterwards (:meth:`IndexStore.merge_keyword_index`); a small incremental
+#: sync leaves that to FTS5's own automerge.
+MERGE_MIN_CHUNKS = 256
 
 
 class PendingFile(msgspec.Struct):
@@ -115,8 +122,11 @@ class Indexer:
         total = len(pending)
         total_chunks = sum(len(item.chunks) for item in pending)
         done = chunks_done = 0
-        per_group = CHUNKS_PER_TXN if self.provider is not None else FTS_ONLY_CHUNKS_PER_TXN
-        for group in _groups(pending, per_group):
+        if self.provider is not None:
+            groups = _groups(pending, CHUNKS_PER_TXN, FILES_PER_TXN)
+        else:
+            groups = _groups(pending, FTS_ONLY_CHUNKS_PER_TXN, FTS_ONLY_FILES_PER_TXN)
+        for group in groups:
             self._write_group(group)
             done += len(group)
             chunks_done += sum(len(item.chunks) for item in group)
@@ -131,6 +141,9 @@ class Indexer:
                     )
                 )
         self._remove_vanished(seen, indexed, sources)
+        if chunks_done >= MERGE_MIN_CHUNKS and chunks_done * 2 >= self.store.chunk_count():
+            with self.store.conn:
+                self.store.merge_keyword_index()
         max_entries = self.settings.cache.max_entries
         if self.settings.cache.enabled and max_entries:
             self.stats.evicted = self.store.cache_prune(max_entries)
@@ -280,14 +293,14 @@ class Indexer:
 
 
 def _groups(
-    pending: Sequence[PendingFile], max_chunks: int = CHUNKS_PER_TXN
+    pending: Sequence[PendingFile], max_chunks: int, max_files: int
 ) -> Iterator[list[PendingFile]]:
-    """Consecutive groups of at most :data:`FILES_PER_TXN` files or about ``max_chunks``
-    chunks (a file is never split)."""
+    """Consecutive groups of at most ``max_files`` files or about ``max_chunks`` chunks (a
+    file is never split)."""
     group: list[PendingFile] = []
     chunks = 0
     for item in pending:
-        if group and (len(group) >= FILES_PER_TXN or chunks + len(item.chunks) > max_chunks):
+        if group and (len(group) >= max_files or chunks + len(item.chunks) > max_chunks):
             yield group
             group, chunks = [], 0
         group.append(item)

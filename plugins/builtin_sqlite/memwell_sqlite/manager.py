@@ -370,9 +370,17 @@ class SqliteMemoryManager(MemoryBackend):
     # -- search -----------------------------------------------------------------------------
 
     def _bootstrap_if_empty(self) -> None:
+        """Index an empty workspace index before its first search.
+
+        An open reader that holds chunks answers without reading the generation pointer (the
+        search reads it right after; a newer, empty generation is seen on the next search).
+        """
         with self.files.lock:
-            store = self.files.reader_store()
+            store = self.files.reader
             try:
+                if store is not None and store.has_chunks():
+                    return
+                store = self.files.reader_store()
                 empty = store is None or not store.has_chunks()
             except Exception as exc:
                 self.files.query_failed(exc)

@@ -285,6 +285,17 @@ class IndexStore:
                 )
         self.record_file(path, source, state)
 
+    def merge_keyword_index(self) -> None:
+        """Merge the FTS index into one b-tree (FTS5's ``optimize``; caller holds a transaction).
+
+        Every committed transaction leaves FTS5 a segment, and each MATCH term is looked up in
+        every segment: a first index of 1,000 notes leaves several, and merged, a Chinese
+        question's MATCH takes half the time. The merge rewrites the whole FTS index, so the
+        indexer runs it only after a bulk write.
+        """
+        if self.fts_available:
+            self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+
     def record_file(self, path: str, source: str, state: FileState) -> None:
         self.conn.execute(
             "INSERT OR REPLACE INTO files (path, source, hash, mtime, size) VALUES (?, ?, ?, ?, ?)",
