@@ -68,6 +68,22 @@ def test_estimate_chars_weights_cjk_class(text: str, expected: int) -> None:
     assert estimate_chars(text) == expected
 
 
+_CLASS_EDGES = (
+    "a \n\u2e7f\u2e80\u9fff\ua000\ua4ff\ua500\uac00\ud7af\uf900\ufaff\ufb00"
+    "\U00020000\U0002fa1f\U0002fa20😀中"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(_CLASS_EDGES)), max_size=40))
+def test_estimate_chars_counts_each_cjk_class_code_point_three_times_more(text: str) -> None:
+    """Counted over runs (and the ASCII shortcut): the same as one test per code point."""
+    ranges = [(0x2E80, 0x9FFF), (0xA000, 0xA4FF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF)]
+    ranges.append((0x20000, 0x2FA1F))
+    cjk = sum(any(lo <= ord(ch) <= hi for lo, hi in ranges) for ch in text)
+    assert estimate_chars(text) == len(text) + 3 * cjk
+
+
 def test_worked_example_overlap_carries_previous_lines() -> None:
     chunks = chunk_markdown("\n".join(WORKED_LINES), tokens=10, overlap=2)
     # The third chunk would carry lines 3-4 (26) but line 5 (24) must fit the budget of 40

