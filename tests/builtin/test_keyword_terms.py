@@ -9,7 +9,7 @@ from pathlib import Path
 import memwell.retrieval.fts_query as fts_query
 import pytest
 from conftest import OpenFn
-from memwell.retrieval.fts_query import chunk_terms
+from memwell.retrieval.fts_query import build_fts_query, chunk_terms
 from memwell.testing.conformance import write_workspace
 from memwell_sqlite.driver import sqlite_module
 from memwell_sqlite.store import SCHEMA_VERSION, IndexStore
@@ -77,3 +77,52 @@ def test_an_index_without_stored_terms_is_searched_then_rebuilt(
     old.sync()
     assert IndexStore(_db(old), read_only=True).has_terms
     assert [(r.path, r.score) for r in old.search("harbour crane", min_score=0.0)] == expected
+
+
+CATS = {
+    "memory/black.md": "# Notes\n\n黑猫睡觉。\n",  # 猫 ends its run
+    "memory/kitten.md": "# Notes\n\n猫咪很小。\n",  # 猫 starts one
+    "memory/small.md": "# Notes\n\n小猫咪和小猫。\n",  # inside one, and at the end of another
+    "memory/dog.md": "# Notes\n\n小狗跑步。\n",
+    # more chunks without 猫: a term in more than half of them is dropped from the query
+    **{f"memory/other-{i}.md": f"# Notes\n\n天气{i}很好。\n" for i in range(4)},
+}
+
+
+def test_a_single_cjk_character_finds_every_occurrence(open_ws: OpenFn, tmp_path: Path) -> None:
+    """The FTS table holds bigrams and each run's last character; a one-character term is a
+    prefix query, so every chunk holding the character matches, wherever it stands."""
+    memory = open_ws(write_workspace(tmp_path / "ws", CATS), provider="none")
+    memory.sync()
+    store = IndexStore(_db(memory), read_only=True)
+    assert store.cjk_prefixes
+    assert store.doc_frequencies(["猫", "小猫", "狗"], 100) == {"猫": 3, "小猫": 1, "狗": 1}
+    found = {h.path for h in memory.search("猫 狗", max_results=10, min_score=0.0)}
+    assert found == {p for p in CATS if "other" not in p}
+    hits = memory.search("猫", max_results=10, min_score=0.0)
+    assert {h.path for h in hits} == {"memory/black.md", "memory/kitten.md", "memory/small.md"}
+    assert hits[0].path == "memory/small.md", "two occurrences rank first"
+
+
+def test_an_index_of_schema_2_is_searched_with_plain_terms_then_rebuilt(
+    open_ws: OpenFn, tmp_path: Path
+) -> None:
+    """Schema 2 indexed every CJK unigram: its one-character terms are not prefix queries
+    (which would also count the bigrams), and the next sync rebuilds it."""
+    ws = write_workspace(tmp_path / "ws", CATS)
+    memory = open_ws(ws, provider="none", cache={"recall": {"enabled": False}})
+    memory.sync()
+    db = _db(memory)
+    memory.close()
+    store = IndexStore(db)
+    with store.conn:
+        store.conn.execute("UPDATE meta SET value = json_set(value, '$.schema_version', 2)")
+    store.close()
+    old = IndexStore(db, read_only=True)
+    assert not old.cjk_prefixes
+    assert build_fts_query("猫", cjk_prefixes=old.cjk_prefixes).match == '"猫"'  # type: ignore[union-attr]
+    assert build_fts_query("猫", cjk_prefixes=True).match == '"猫"*'  # type: ignore[union-attr]
+    reopened = open_ws(ws, provider="none", cache={"recall": {"enabled": False}})
+    reopened.sync()
+    assert IndexStore(_db(reopened), read_only=True).cjk_prefixes
+    assert len(reopened.search("猫", max_results=10, min_score=0.0)) == 3

@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.retrieval.cjk import (
     is_cjk_char,
+    segment_for_fts,
     segment_for_index,
     segment_query_terms,
+    split_index_token,
     split_query_token,
 )
 
@@ -137,3 +139,31 @@ def test_segment_query_terms(text: str, expected: list[str]) -> None:
 )
 def test_split_query_token_keeps_the_text_between_cjk_runs(token: str, expected: list[str]) -> None:
     assert split_query_token(token) == expected
+
+
+def test_segment_for_fts_bigrams_then_the_last_character() -> None:
+    assert segment_for_fts("我爱北京") == " 我爱 爱北 北京 京 "
+    assert segment_for_fts("a猫b") == "a  猫 b"
+    assert segment_for_fts("plain text") == "plain text"
+
+
+@given(MIXED)
+@settings(max_examples=300, deadline=None)
+def test_segment_for_fts_starts_one_token_per_cjk_occurrence(text: str) -> None:
+    """A prefix query for a character counts each of its occurrences once, as the unigram of
+    segment_for_index did; the bigrams are the same; the text between runs is kept."""
+    fts_tokens = segment_for_fts(text).split()
+    full_tokens = segment_for_index(text).split()
+    for ch in {c for c in text if is_cjk_char(c)}:
+        assert sum(t.startswith(ch) for t in fts_tokens) == full_tokens.count(ch)
+    assert [t for t in fts_tokens if len(t) == 2 and all(map(is_cjk_char, t))] == [
+        t for t in full_tokens if len(t) == 2 and all(map(is_cjk_char, t))
+    ]
+    assert _non_cjk(segment_for_fts(text)).split() == _non_cjk(text).split()
+
+
+@given(MIXED)
+@settings(max_examples=300, deadline=None)
+def test_split_index_token_gives_the_index_segmentation_of_a_token(text: str) -> None:
+    for token in re.findall(r"\w+", text):
+        assert split_index_token(token) == re.findall(r"\w+", segment_for_index(token))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable
 
 from memwell.lazy_import import lazy_pattern
 
@@ -60,6 +61,22 @@ def _index_run(match: re.Match[str]) -> str:
     return f" {' '.join(run)} {' '.join(map(operator.add, run, run[1:]))} "
 
 
+def _fts_run(match: re.Match[str]) -> str:
+    run = match.group()
+    return f" {' '.join(map(operator.add, run, run[1:]))} {run[-1]} "
+
+
+def segment_for_fts(text: str) -> str:
+    """Replace every CJK run with its adjacent bigrams then its last character, space-separated.
+
+    Every character of a run starts exactly one of these tokens, so an FTS5 prefix query for a
+    character (:func:`~memwell.retrieval.fts_query.fts_phrase`) matches each of its occurrences
+    once: the term and document frequencies of :func:`segment_for_index`'s unigrams, from about
+    half its tokens. ``"我爱北京"`` becomes ``" 我爱 爱北 北京 京 "``.
+    """
+    return _CJK_RUN.sub(_fts_run, text)
+
+
 def segment_for_index(text: str) -> str:
     """Replace every CJK run with its unigrams then its adjacent bigrams, space-separated.
 
@@ -85,16 +102,31 @@ def split_query_token(token: str) -> list[str]:
     """``token`` with each CJK run replaced by its query terms (as in
     :func:`segment_query_terms`) and the text between runs kept whole, in order:
     ``"api接口v2"`` gives ``["api", "接口", "v2"]``."""
+    return _split_token(token, _run_terms)
+
+
+def split_index_token(token: str) -> list[str]:
+    """``token`` with each CJK run replaced by its unigrams then its bigrams (the tokens
+    :func:`segment_for_index` makes of it) and the text between runs kept whole, in order:
+    ``"api接口v2"`` gives ``["api", "接", "口", "接口", "v2"]``."""
+    return _split_token(token, _index_terms)
+
+
+def _split_token(token: str, run_terms: Callable[[str], list[str]]) -> list[str]:
     pieces: list[str] = []
     end = 0
     for match in _CJK_RUN.finditer(token):
         if match.start() > end:
             pieces.append(token[end : match.start()])
-        pieces.extend(_run_terms(match.group()))
+        pieces.extend(run_terms(match.group()))
         end = match.end()
     if end < len(token):
         pieces.append(token[end:])
     return pieces
+
+
+def _index_terms(run: str) -> list[str]:
+    return [*run, *_bigrams(run)]
 
 
 def _run_terms(run: str) -> list[str]:

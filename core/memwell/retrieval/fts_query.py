@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable
 
 import msgspec
 
-from memwell.retrieval.cjk import segment_for_index, split_query_token
+from memwell.retrieval.cjk import is_cjk_char, split_index_token, split_query_token
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 
@@ -38,6 +38,7 @@ class FtsQuery(msgspec.Struct, frozen=True):
     like_terms: tuple[str, ...]
     terms: tuple[str, ...] = ()
     joiner: str = " OR "
+    cjk_prefixes: bool = False
 
     def __eq__(self, other: object) -> bool:
         """Queries are equal when SQLite runs the same thing: ``match`` and ``like_terms``
@@ -52,8 +53,8 @@ class FtsQuery(msgspec.Struct, frozen=True):
     def keeping(self, keep: Collection[str]) -> FtsQuery:
         """The same query with only the MATCH ``terms`` in ``keep`` (all of them if none are)."""
         kept = tuple(t for t in self.terms if t in keep) or self.terms
-        match = self.joiner.join(map(_quote, kept)) or None
-        return FtsQuery(match=match, like_terms=self.like_terms, terms=kept, joiner=self.joiner)
+        match = self.joiner.join(fts_phrase(t, self.cjk_prefixes) for t in kept) or None
+        return msgspec.structs.replace(self, match=match, terms=kept)
 
 
 def _searchable(terms: Iterable[str]) -> list[str]:
@@ -90,8 +91,15 @@ def _split_trigram(terms: list[str]) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(long_terms)), short_terms
 
 
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+def fts_phrase(term: str, cjk_prefixes: bool = False) -> str:
+    """``term`` as a quoted FTS5 phrase (no FTS5 syntax survives). With ``cjk_prefixes`` a
+    single CJK character is a prefix query (``"北"*``): in an index written with
+    :func:`~memwell.retrieval.cjk.segment_for_fts` it matches the bigram each occurrence
+    starts, or the run's last character."""
+    quoted = '"' + term.replace('"', '""') + '"'
+    if cjk_prefixes and len(term) == 1 and not term.isascii() and is_cjk_char(term):
+        return quoted + "*"
+    return quoted
 
 
 def _like_pattern(term: str) -> str:
@@ -105,6 +113,7 @@ def build_fts_query(
     tokenizer: str = "unicode61",
     mode: str = "or",
     drop_stopwords: bool = True,
+    cjk_prefixes: bool = False,
 ) -> FtsQuery | None:
     """Turn free user text into a safe FTS5 query, or ``None`` when there is nothing to search.
 
@@ -113,7 +122,8 @@ def build_fts_query(
     :func:`~memwell.retrieval.cjk.segment_for_index` indexed. With ``trigram`` tokens shorter
     than three code points become LIKE terms. Stop words are dropped, so a query of stop words
     only gives ``None`` (it would otherwise rank whatever contains "the" first, at score 1);
-    terms are deduplicated and capped at :data:`MAX_TERMS`.
+    terms are deduplicated and capped at :data:`MAX_TERMS`. ``cjk_prefixes`` is for an index
+    written with :func:`~memwell.retrieval.cjk.segment_for_fts` (see :func:`fts_phrase`).
     """
     if mode not in _JOINERS:
         raise ValueError(f"unknown FTS query mode {mode!r}; expected 'or' or 'and'")
@@ -125,12 +135,14 @@ def build_fts_query(
         match_terms, like_terms = _select(_word_terms(query), drop_stopwords), []
     if not match_terms and not like_terms:
         return None
-    match = _JOINERS[mode].join(map(_quote, match_terms)) or None
+    prefixes = cjk_prefixes and tokenizer == "unicode61"
+    match = _JOINERS[mode].join(fts_phrase(t, prefixes) for t in match_terms) or None
     return FtsQuery(
         match=match,
         like_terms=tuple(map(_like_pattern, like_terms)),
         terms=tuple(match_terms),
         joiner=_JOINERS[mode],
+        cjk_prefixes=prefixes,
     )
 
 
@@ -149,17 +161,22 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(_word_terms(query))
 
 
-def chunk_terms(text: str, *, segmented: str | None = None) -> str:
+def chunk_terms(text: str) -> str:
     """The distinct terms of a chunk that :func:`keyword_boost` compares, space-separated.
 
     A backend computes this once per chunk when it indexes the chunk and passes it back to
     :func:`keyword_boost` at search time, so a search never tokenises candidate texts (terms
-    are runs of word characters or CJK n-grams, so they never contain a space).
-    ``segmented`` is ``segment_for_index(text)`` when the caller has it already.
+    are runs of word characters or CJK n-grams, so they never contain a space). The text is
+    normalised as a query is (NFC, lowercase), then each CJK run becomes its unigrams and
+    bigrams, in order of first appearance.
     """
-    if segmented is None:
-        segmented = segment_for_index(text)
-    terms = dict.fromkeys(tokenize(segmented))
+    tokens: list[str] = []
+    for token in tokenize(text):
+        if token.isascii():  # no CJK run in it
+            tokens.append(token)
+        else:
+            tokens.extend(split_index_token(token))
+    terms = dict.fromkeys(tokens)
     joined = " ".join(terms)
     # Only a term with an underscore can be underscore-only: most chunks have none to drop.
     return joined if "_" not in joined else " ".join(_searchable(terms))

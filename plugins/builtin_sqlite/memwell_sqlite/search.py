@@ -71,7 +71,9 @@ class Searcher:
     def keyword(
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
     ) -> list[Candidate]:
-        fts = build_fts_query(query, tokenizer=store.tokenizer, mode="or")
+        fts = build_fts_query(
+            query, tokenizer=store.tokenizer, mode="or", cjk_prefixes=store.cjk_prefixes
+        )
         if fts is None:
             return []
         if len(fts.terms) > 1 and not fts.like_terms:

@@ -12,9 +12,9 @@ import msgspec
 from memwell import sqlite_errors
 from memwell.lazy_import import lazy_module
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.cjk import segment_for_index
+from memwell.retrieval.cjk import segment_for_fts
 from memwell.retrieval.file_similarity import mean_vector
-from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, chunk_terms
+from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, chunk_terms, fts_phrase
 
 from .driver import DriverInfo, connect
 from .faults import IndexDamagedError
@@ -27,8 +27,12 @@ else:
 
 META_KEY = "memwell_index_meta_v1"
 FTS_DAMAGED = "FTS table damaged"
-SCHEMA_VERSION = 2
-"""2: ``chunks.terms`` (the chunk's keyword-boost terms, computed at index time)."""
+SCHEMA_VERSION = 3
+"""2: ``chunks.terms`` (the chunk's keyword-boost terms, computed at index time); 3: CJK runs in
+the FTS table as bigrams and each run's last character (:func:`segment_for_fts`)."""
+
+#: The first schema whose FTS text is :func:`segment_for_fts`'s.
+CJK_PREFIX_SCHEMA = 3
 
 _TOKENIZERS = {
     "unicode61": "porter unicode61 remove_diacritics 2",
@@ -108,6 +112,11 @@ class IndexStore:
         self.has_terms = any(
             row[1] == "terms" for row in self.conn.execute("PRAGMA table_info(chunks)")
         )
+        #: Whether the FTS text holds CJK runs as :func:`segment_for_fts` writes them (schema 3
+        #: on), so a one-character CJK term is a prefix query; an older index (every unigram
+        #: and bigram) is searched with plain terms until the next sync rebuilds it.
+        version = self._stored_schema_version()
+        self.cjk_prefixes = version is None or version >= CJK_PREFIX_SCHEMA
 
     def _connect_read_only(self, vector_enabled: bool, extension_path: str | None) -> None:
         """Open without writing anything: ``mode=ro``, else ``immutable`` (read-only media)."""
@@ -126,6 +135,15 @@ class IndexStore:
             self.access = "immutable"
         if self._table_sql("chunks_fts") is None:
             self.fts_error = "the read-only index has no FTS table"
+
+    def _stored_schema_version(self) -> int | None:
+        """The schema version in the index's metadata; ``None`` for a new or unreadable one."""
+        try:
+            meta = self.read_meta()
+        except Exception:
+            return None
+        version = None if meta is None else meta.get("schema_version")
+        return version if isinstance(version, int) else None
 
     @property
     def info(self) -> DriverInfo:
@@ -249,7 +267,6 @@ class IndexStore:
         self._delete_chunks(path, source)
         now = int(time.time() * 1000)
         for chunk in chunks:
-            segmented = segment_for_index(chunk.text)
             blob = (
                 chunk.embedding.astype(np.float32).tobytes()
                 if chunk.embedding is not None
@@ -270,12 +287,12 @@ class IndexStore:
                     chunk.text,
                     blob,
                     now,
-                    chunk_terms(chunk.text, segmented=segmented),
+                    chunk_terms(chunk.text),
                 ),
             )
             rowid = cur.lastrowid
             if self.fts_available:
-                text = segmented if self.tokenizer == "unicode61" else chunk.text
+                text = segment_for_fts(chunk.text) if self.tokenizer == "unicode61" else chunk.text
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
@@ -569,7 +586,7 @@ class IndexStore:
                     row = self.conn.execute(
                         "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
                         "MATCH ? LIMIT ?)",
-                        ('"' + term.replace('"', '""') + '"', cap),
+                        (fts_phrase(term, self.cjk_prefixes), cap),
                     ).fetchone()
                 except Exception as exc:
                     if self._fts_broken(exc):
