@@ -126,3 +126,56 @@ def test_an_index_of_schema_2_is_searched_with_plain_terms_then_rebuilt(
     reopened.sync()
     assert IndexStore(_db(reopened), read_only=True).cjk_prefixes
     assert len(reopened.search("猫", max_results=10, min_score=0.0)) == 3
+
+
+def test_the_fts_text_is_nfc_as_queries_are(open_ws: OpenFn, tmp_path: Path) -> None:
+    """A compatibility ideograph (U+F900) and decomposed Hangul are found by what a query
+    becomes after NFC (U+8C48, the syllable)."""
+    notes = {
+        "memory/compat.md": "# Notes\n\n\uf900\u5b50的故事。\n",
+        "memory/hangul.md": "# Notes\n\n\u1112\u1161\u11ab\u1100\u1173\u11af 공부\n",
+        **{f"memory/other-{i}.md": f"# Notes\n\n天气{i}很好。\n" for i in range(4)},
+    }
+    memory = open_ws(write_workspace(tmp_path / "ws", notes), provider="none")
+    memory.sync()
+    assert [h.path for h in memory.search("\u8c48\u5b50", min_score=0.0)] == ["memory/compat.md"]
+    assert [h.path for h in memory.search("한글", min_score=0.0)] == ["memory/hangul.md"]
+
+
+QUESTIONS = ["猫在哪里睡觉", "小猫咪", "天气很好吗", "北京的猫", "狗", "猫 天气3 ok"]
+
+
+def test_skipping_terms_no_chunk_holds_changes_no_score(
+    open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The boost looks only for CJK terms some chunk holds; the scores are those of looking
+    for every term."""
+    import memwell_sqlite.search as search
+
+    memory = open_ws(
+        write_workspace(tmp_path / "ws", CATS),
+        provider="none",
+        cache={"recall": {"enabled": False}},
+    )
+    memory.sync()
+    fast = [[(h.path, h.score) for h in memory.search(q, min_score=0.0)] for q in QUESTIONS]
+    skipped: list[list[str]] = []
+    original = search._cjk_terms_in_no_chunk
+
+    def recording(store: IndexStore) -> object:
+        absent = original(store)
+        assert absent is not None
+
+        def record(terms: frozenset[str]) -> list[str]:
+            found = absent(terms)
+            skipped.append(found)
+            return found
+
+        return record
+
+    monkeypatch.setattr(search, "_cjk_terms_in_no_chunk", recording)
+    memory.search(QUESTIONS[0], min_score=0.0)
+    assert "哪里" in skipped[0], "a bigram in no chunk is skipped"
+    monkeypatch.setattr(search, "_cjk_terms_in_no_chunk", lambda store: None)
+    slow = [[(h.path, h.score) for h in memory.search(q, min_score=0.0)] for q in QUESTIONS]
+    assert fast == slow and any(fast)

@@ -195,11 +195,24 @@ def keyword_boost(
     for text length (``len(text) / 160``). CJK is compared as the index n-grams.
     """
     terms = query_terms(query) if isinstance(query, str) else query
+    return boost_looking_for(terms, terms, text, path, terms_of_text)
+
+
+def boost_looking_for(
+    terms: frozenset[str],
+    present: Collection[str],
+    text: str,
+    path: str,
+    terms_of_text: str | None = None,
+) -> float:
+    """:func:`keyword_boost` of the query ``terms`` when only ``present`` (a subset) can be in
+    ``text``: the index holds the others nowhere, so they count in the share without being
+    looked for (each looked-for term costs a scan of the chunk's terms)."""
     if terms_of_text is None:
         terms_of_text = chunk_terms(text)
     distinct = terms_of_text.count(" ") + 1 if terms_of_text else 0
     padded = f" {terms_of_text} "
-    overlap = sum(1 for term in terms if f" {term} " in padded)
+    overlap = sum(1 for term in present if f" {term} " in padded)
     coverage = overlap / len(terms) if terms else 0.0
     density = overlap / distinct if distinct else 0.0
     lowered_path = path.lower()

@@ -6,7 +6,7 @@ the candidate lists; these functions make the rest identical everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timezone
 
 from ..config import HybridSettings
@@ -15,7 +15,7 @@ from .candidate import Candidate
 from .date_match import boost_dates
 from .decay import apply_temporal_decay
 from .dialogue import dialogue_weights
-from .fts_query import keyword_boost, query_terms
+from .fts_query import boost_looking_for, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from .mmr import mmr_rerank
 
@@ -104,14 +104,20 @@ def rank_keyword_only(
     min_score: float,
     max_results: int,
     mtime_of: MtimeOf,
+    absent: Callable[[frozenset[str]], Collection[str]] | None = None,
 ) -> list[Candidate]:
     """Keyword-only mode: text score plus the reference's boosts, ranked, floored.
 
-    Used for FTS hits and for file-scan hits alike, so both rank the same way.
+    Used for FTS hits and for file-scan hits alike, so both rank the same way. ``absent``
+    gives, of the query's terms, those the index holds in no chunk: they are not looked for
+    in each hit (:func:`~memwell.retrieval.fts_query.boost_looking_for`).
     """
     terms = query_terms(query)  # once per query, not per candidate
+    present = tuple(terms.difference(absent(terms))) if absent is not None else tuple(terms)
     boosted = [
-        c.with_score(min(1.0, c.text_score + keyword_boost(terms, c.text, c.path, c.terms)))
+        c.with_score(
+            min(1.0, c.text_score + boost_looking_for(terms, present, c.text, c.path, c.terms))
+        )
         for c in hits
     ]
     return keyword_floor(

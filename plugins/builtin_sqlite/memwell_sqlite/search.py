@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +13,7 @@ from memwell.config import MemwellSettings
 from memwell.lazy_import import lazy_module
 from memwell.retrieval.calibration import Calibration
 from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.cjk import is_cjk_char
 from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
 from memwell.retrieval.file_similarity import blend_file_similarity
 from memwell.retrieval.fts_query import build_fts_query
@@ -55,6 +56,24 @@ def _rescale_bm25(keyword: Sequence[Candidate]) -> None:
             cand.text_score = magnitude / best
 
 
+def _cjk_terms_in_no_chunk(store: IndexStore) -> Callable[[frozenset[str]], list[str]] | None:
+    """Of a query's terms, the CJK n-grams no chunk holds (document frequency 0), which the
+    keyword boost need not look for in each hit. Exact in a schema-3 index: its FTS text and
+    the chunks' stored terms are the same n-grams of the same NFC text; the frequencies are
+    the ones the query's pruning just read (cached per snapshot)."""
+    if not store.cjk_prefixes or store.tokenizer != "unicode61":
+        return None
+
+    def absent(terms: frozenset[str]) -> list[str]:
+        cjk = [t for t in terms if not t.isascii() and all(map(is_cjk_char, t))]
+        if not cjk:
+            return []
+        frequencies = store.doc_frequencies(cjk, store.chunk_total() // 2 + 1)
+        return [t for t in cjk if frequencies.get(t) == 0]
+
+    return absent
+
+
 class Searcher:
     """Runs keyword, vector and hybrid searches against one store."""
 
@@ -78,12 +97,13 @@ class Searcher:
             return []
         if len(fts.terms) > 1 and not fts.like_terms:
             # Terms in more than half of the chunks have an IDF of zero in FTS5's BM25: they
-            # cannot change the ranking, only make FTS5 score thousands of extra rows.
+            # cannot change the ranking, only make FTS5 score thousands of extra rows; terms in
+            # no chunk match nothing.
             half = store.chunk_total() // 2
             frequencies = store.doc_frequencies(fts.terms, half + 1)
             if not store.fts_available:
                 return []
-            fts = fts.keeping({t for t, df in frequencies.items() if df <= half})
+            fts = fts.keeping({t for t, df in frequencies.items() if 0 < df <= half})
         filtered = not set(sources) >= set(self.settings.sources)
         return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
 
@@ -101,7 +121,9 @@ class Searcher:
         hits = self.keyword(store, query, limit, sources) or self._each_keyword(
             store, query, limit, sources
         )
-        return self._rank_keyword_only(hits, query, min_score, max_results)
+        return self._rank_keyword_only(
+            hits, query, min_score, max_results, absent=_cjk_terms_in_no_chunk(store)
+        )
 
     def _each_keyword(
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
@@ -118,7 +140,12 @@ class Searcher:
         return sorted(best.values(), key=lambda c: -c.text_score)[:limit]
 
     def _rank_keyword_only(
-        self, hits: Sequence[Candidate], query: str, min_score: float, max_results: int
+        self,
+        hits: Sequence[Candidate],
+        query: str,
+        min_score: float,
+        max_results: int,
+        absent: Callable[[frozenset[str]], list[str]] | None = None,
     ) -> list[Candidate]:
         return rank_keyword_only(
             hits,
@@ -127,6 +154,7 @@ class Searcher:
             min_score=min_score,
             max_results=max_results,
             mtime_of=self._mtime,
+            absent=absent,
         )
 
     def file_scan(

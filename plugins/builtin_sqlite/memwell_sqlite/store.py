@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,8 @@ META_KEY = "memwell_index_meta_v1"
 FTS_DAMAGED = "FTS table damaged"
 SCHEMA_VERSION = 3
 """2: ``chunks.terms`` (the chunk's keyword-boost terms, computed at index time); 3: CJK runs in
-the FTS table as bigrams and each run's last character (:func:`segment_for_fts`)."""
+the FTS table as bigrams and each run's last character (:func:`segment_for_fts`), of the NFC
+text."""
 
 #: The first schema whose FTS text is :func:`segment_for_fts`'s.
 CJK_PREFIX_SCHEMA = 3
@@ -292,7 +294,9 @@ class IndexStore:
             )
             rowid = cur.lastrowid
             if self.fts_available:
-                text = segment_for_fts(chunk.text) if self.tokenizer == "unicode61" else chunk.text
+                text = chunk.text
+                if self.tokenizer == "unicode61":  # NFC as queries and the chunk's terms are
+                    text = segment_for_fts(unicodedata.normalize("NFC", chunk.text))
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
