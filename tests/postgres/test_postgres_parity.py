@@ -58,6 +58,7 @@ QUERIES = [
     "vendor contract march",
     "roadmap budget release",
     "北京 预算",
+    "会 京",  # one character each: a prefix query in the builtin, a unigram in Postgres
     "incident runbook disk alert",
     "nothing matches zebra",
 ]
@@ -113,7 +114,8 @@ def test_postgres_ranks_like_builtin(
             builtin = _ranking(managers["builtin"], query)
             postgres = _ranking(managers["postgres"], query)
             assert postgres == builtin, query
-        assert _ranking(managers["postgres"], "deploy friday"), "the corpus must match queries"
+        for query in ("deploy friday", "会 京"):
+            assert _ranking(managers["postgres"], query), f"the corpus must match {query!r}"
     finally:
         for manager in managers.values():
             manager.close()

@@ -1,8 +1,12 @@
 """Keyword terms for Postgres full-text search, computed by memwell rather than by Postgres.
 
-The builtin backend indexes with FTS5's ``porter unicode61 remove_diacritics 2`` over text
-whose CJK runs were segmented (:func:`memwell.retrieval.cjk.segment_for_index`). This module
-produces the same terms in Python and hands Postgres ready-made ``tsvector`` values (in
+The builtin backend indexes with FTS5's ``porter unicode61 remove_diacritics 2`` over the NFC
+text whose CJK runs became bigrams and each run's last character
+(:func:`memwell.retrieval.cjk.segment_for_fts`), and searches one CJK character as a prefix.
+This module indexes every CJK unigram and bigram instead
+(:func:`memwell.retrieval.cjk.segment_for_index`), which gives a character the same term and
+document frequencies, and counts BM25's document length as FTS5 counts it. It produces the
+terms in Python and hands Postgres ready-made ``tsvector`` values (in
 binary, :mod:`.copy_binary`) and ``tsquery`` literals, so nothing depends on the server's text
 search configurations (the equivalent of the ``simple`` configuration over pre-segmented,
 pre-stemmed text) and CJK search works on any server. Positions are kept because BM25 needs
@@ -18,10 +22,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
-from memwell.retrieval.cjk import segment_for_index
+from memwell.retrieval.cjk import segment_for_fts, segment_for_index
 from memwell.retrieval.fts_query import build_fts_query
 
-LEXEME_VERSION = 1
+LEXEME_VERSION = 2
 """Bumped whenever the terms change; part of the index identity (a change reindexes)."""
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -52,7 +56,13 @@ def _lexemes(text: str) -> list[str]:
 
 def terms_of(text: str) -> list[str]:
     """Every indexed term of ``text`` in order (stop words kept, as FTS5 keeps them)."""
-    return _lexemes(segment_for_index(text))
+    return _lexemes(segment_for_index(unicodedata.normalize("NFC", text)))
+
+
+def length_of(text: str) -> int:
+    """BM25's document length of ``text``: its tokens in the builtin backend's FTS5 table
+    (fewer than :func:`terms_of` gives when the text has CJK)."""
+    return len(_lexemes(segment_for_fts(unicodedata.normalize("NFC", text))))
 
 
 def tsquery_literal(lexeme: str) -> str:
@@ -75,7 +85,7 @@ class IndexedText:
 
 def index_text(text: str) -> IndexedText:
     """The ``tsvector`` of ``text``: each term with the positions it occurs at (the first
-    16383 terms carry positions, at most 256 per term; all count towards the length)."""
+    16383 terms carry positions, at most 256 per term), and its :func:`length_of`."""
     terms = terms_of(text)
     positions: dict[str, list[int]] = {}
     for pos, term in enumerate(terms[:_MAX_POSITION], start=1):
@@ -84,7 +94,7 @@ def index_text(text: str) -> IndexedText:
             positions[term] = [pos]
         elif len(slots) < _MAX_POSITIONS:
             slots.append(pos)
-    return IndexedText(entries=list(positions.items()), length=len(terms))
+    return IndexedText(entries=list(positions.items()), length=length_of(text))
 
 
 @dataclass(frozen=True)
