@@ -62,7 +62,14 @@ def terms_of(text: str) -> list[str]:
 def length_of(text: str) -> int:
     """BM25's document length of ``text``: its tokens in the builtin backend's FTS5 table
     (fewer than :func:`terms_of` gives when the text has CJK)."""
-    return len(_lexemes(segment_for_fts(unicodedata.normalize("NFC", text))))
+    return _length_of_nfc(unicodedata.normalize("NFC", text), None)
+
+
+def _length_of_nfc(nfc: str, terms: list[str] | None) -> int:
+    """:func:`length_of` of NFC text; ASCII text has no CJK run, so its ``terms`` count."""
+    if terms is not None and nfc.isascii():
+        return len(terms)
+    return len(_lexemes(segment_for_fts(nfc)))
 
 
 def tsquery_literal(lexeme: str) -> str:
@@ -86,7 +93,8 @@ class IndexedText:
 def index_text(text: str) -> IndexedText:
     """The ``tsvector`` of ``text``: each term with the positions it occurs at (the first
     16383 terms carry positions, at most 256 per term), and its :func:`length_of`."""
-    terms = terms_of(text)
+    nfc = unicodedata.normalize("NFC", text)
+    terms = _lexemes(segment_for_index(nfc))
     positions: dict[str, list[int]] = {}
     for pos, term in enumerate(terms[:_MAX_POSITION], start=1):
         slots = positions.get(term)
@@ -94,7 +102,7 @@ def index_text(text: str) -> IndexedText:
             positions[term] = [pos]
         elif len(slots) < _MAX_POSITIONS:
             slots.append(pos)
-    return IndexedText(entries=list(positions.items()), length=length_of(text))
+    return IndexedText(entries=list(positions.items()), length=_length_of_nfc(nfc, terms))
 
 
 @dataclass(frozen=True)
