@@ -31,9 +31,9 @@ def test_each_chunk_stores_its_terms_at_index_time(open_ws: OpenFn, tmp_path: Pa
     memory = open_ws(write_workspace(tmp_path / "ws", NOTES), provider="none")
     memory.sync()
     with closing(sqlite_module().connect(f"file:{_db(memory)}?mode=ro", uri=True)) as conn:
-        rows = conn.execute("SELECT text, terms FROM chunks").fetchall()
+        rows = conn.execute("SELECT text, terms, term_count FROM chunks").fetchall()
     assert rows
-    assert all(terms == chunk_terms(text) for text, terms in rows)
+    assert all((words, count) == chunk_terms(text) for text, words, count in rows)
 
 
 @pytest.mark.parametrize("query", ["harbour crane port", "北京起重机"])
@@ -53,10 +53,19 @@ def test_keyword_search_never_tokenises_a_candidate(
     assert [(r.path, r.score) for r in memory.search(query, min_score=0.0)] == expected
 
 
+# Schema 1 had no terms; schema 3 stored every term in ``terms`` and had no ``term_count``.
+OLD_SCHEMAS = {
+    1: ["ALTER TABLE chunks DROP COLUMN term_count", "ALTER TABLE chunks DROP COLUMN terms"],
+    3: ["ALTER TABLE chunks DROP COLUMN term_count", "UPDATE chunks SET terms = 'not words'"],
+}
+
+
+@pytest.mark.parametrize("version", sorted(OLD_SCHEMAS))
 def test_an_index_without_stored_terms_is_searched_then_rebuilt(
-    open_ws: OpenFn, tmp_path: Path
+    open_ws: OpenFn, tmp_path: Path, version: int
 ) -> None:
-    """A schema-1 index (no ``terms`` column) still answers, and the next sync rebuilds it."""
+    """An index of an older schema still answers, with the same scores (terms computed per
+    hit, never read in the old form), and the next sync rebuilds it."""
     ws = write_workspace(tmp_path / "ws", NOTES)
     memory = open_ws(ws, provider="none", cache={"recall": {"enabled": False}})
     memory.sync()
@@ -65,10 +74,13 @@ def test_an_index_without_stored_terms_is_searched_then_rebuilt(
     memory.close()
     store = IndexStore(db)
     with store.conn:
-        store.conn.execute("ALTER TABLE chunks DROP COLUMN terms")
+        for statement in OLD_SCHEMAS[version]:
+            store.conn.execute(statement)
         meta = store.read_meta()
         assert meta is not None and meta["schema_version"] == SCHEMA_VERSION
-        store.conn.execute("UPDATE meta SET value = json_set(value, '$.schema_version', 1)")
+        store.conn.execute(
+            "UPDATE meta SET value = json_set(value, '$.schema_version', ?)", (version,)
+        )
     store.close()
     assert not IndexStore(db, read_only=True).has_terms
 

@@ -165,5 +165,11 @@ def test_segment_for_fts_starts_one_token_per_cjk_occurrence(text: str) -> None:
 @given(MIXED)
 @settings(max_examples=300, deadline=None)
 def test_split_index_token_gives_the_index_segmentation_of_a_token(text: str) -> None:
+    """Apart: the pieces between CJK runs (no CJK character in them) and the runs' n-grams
+    (nothing but CJK), each in the order of the index segmentation."""
     for token in re.findall(r"\w+", text):
-        assert split_index_token(token) == re.findall(r"\w+", segment_for_index(token))
+        segmented = re.findall(r"\w+", segment_for_index(token))
+        pieces, grams = split_index_token(token)
+        assert pieces == [t for t in segmented if not any(map(is_cjk_char, t))]
+        assert grams == [t for t in segmented if all(map(is_cjk_char, t))]
+        assert len(pieces) + len(grams) == len(segmented)

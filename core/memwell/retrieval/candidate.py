@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .fts_query import ChunkTerms
 
 
 @dataclass
@@ -24,7 +28,7 @@ class Candidate:
     vector_score: float = 0.0
     text_score: float = 0.0
     score: float = 0.0
-    terms: str | None = None
+    terms: ChunkTerms | None = None
 
     def with_score(self, score: float) -> Candidate:
         """A copy with ``score`` replaced: what ``dataclasses.replace(self, score=score)``

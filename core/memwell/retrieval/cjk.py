@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 
 from memwell.lazy_import import lazy_pattern
 
@@ -102,27 +102,39 @@ def split_query_token(token: str) -> list[str]:
     """``token`` with each CJK run replaced by its query terms (as in
     :func:`segment_query_terms`) and the text between runs kept whole, in order:
     ``"api接口v2"`` gives ``["api", "接口", "v2"]``."""
-    return _split_token(token, _run_terms)
+    terms: list[str] = []
+    for piece, is_run in _pieces(token):
+        if is_run:
+            terms.extend(_run_terms(piece))
+        else:
+            terms.append(piece)
+    return terms
 
 
-def split_index_token(token: str) -> list[str]:
-    """``token`` with each CJK run replaced by its unigrams then its bigrams (the tokens
-    :func:`segment_for_index` makes of it) and the text between runs kept whole, in order:
-    ``"api接口v2"`` gives ``["api", "接", "口", "接口", "v2"]``."""
-    return _split_token(token, _index_terms)
-
-
-def _split_token(token: str, run_terms: Callable[[str], list[str]]) -> list[str]:
+def split_index_token(token: str) -> tuple[list[str], list[str]]:
+    """``token``'s index terms (the tokens :func:`segment_for_index` makes of it) apart: the
+    text between its CJK runs, each piece whole, and the runs' unigrams then bigrams, in order:
+    ``"api接口v2"`` gives ``(["api", "v2"], ["接", "口", "接口"])``."""
     pieces: list[str] = []
+    grams: list[str] = []
+    for piece, is_run in _pieces(token):
+        if is_run:
+            grams.extend(_index_terms(piece))
+        else:
+            pieces.append(piece)
+    return pieces, grams
+
+
+def _pieces(token: str) -> Iterator[tuple[str, bool]]:
+    """``token`` cut into its CJK runs and the text between them: (piece, is a CJK run)."""
     end = 0
     for match in _CJK_RUN.finditer(token):
         if match.start() > end:
-            pieces.append(token[end : match.start()])
-        pieces.extend(run_terms(match.group()))
+            yield token[end : match.start()], False
+        yield match.group(), True
         end = match.end()
     if end < len(token):
-        pieces.append(token[end:])
-    return pieces
+        yield token[end:], False
 
 
 def _index_terms(run: str) -> list[str]:

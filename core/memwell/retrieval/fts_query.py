@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Collection, Iterable
+from typing import NamedTuple
 
 import msgspec
 
@@ -161,58 +163,100 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(_word_terms(query))
 
 
-def chunk_terms(text: str) -> str:
-    """The distinct terms of a chunk that :func:`keyword_boost` compares, space-separated.
+class ChunkTerms(NamedTuple):
+    """A chunk's terms as the keyword-only boost compares them; :func:`chunk_terms` computes
+    them once, when the chunk is indexed.
 
-    A backend computes this once per chunk when it indexes the chunk and passes it back to
-    :func:`keyword_boost` at search time, so a search never tokenises candidate texts (terms
-    are runs of word characters or CJK n-grams, so they never contain a space). The text is
-    normalised as a query is (NFC, lowercase), then each CJK run becomes its unigrams and
-    bigrams, in order of first appearance.
+    ``words`` are its distinct terms other than CJK n-grams, space-separated (terms are runs of
+    word characters, so they never contain a space); ``distinct`` is how many distinct terms
+    it has, CJK n-grams included. The n-grams are not stored: a CJK query n-gram is one of the
+    chunk's exactly when it occurs in the chunk's NFC text, which is shorter to scan.
     """
-    tokens: list[str] = []
+
+    words: str
+    distinct: int
+
+
+def chunk_terms(text: str) -> ChunkTerms:
+    """The :class:`ChunkTerms` of a chunk's text. The text is normalised as a query is (NFC,
+    lowercase), then each CJK run becomes its unigrams and bigrams; words keep the order of
+    their first appearance."""
+    words: list[str] = []
+    grams: set[str] = set()
     for token in tokenize(text):
         if token.isascii():  # no CJK run in it
-            tokens.append(token)
+            words.append(token)
         else:
-            tokens.extend(split_index_token(token))
-    terms = dict.fromkeys(tokens)
-    joined = " ".join(terms)
+            pieces, token_grams = split_index_token(token)
+            words.extend(pieces)
+            grams.update(token_grams)
+    distinct = dict.fromkeys(words)
+    joined = " ".join(distinct)
     # Only a term with an underscore can be underscore-only: most chunks have none to drop.
-    return joined if "_" not in joined else " ".join(_searchable(terms))
+    if "_" in joined:
+        joined = " ".join(_searchable(distinct))
+    return ChunkTerms(joined, joined.count(" ") + 1 + len(grams) if joined else len(grams))
+
+
+class BoostTerms(NamedTuple):
+    """A query's terms as the keyword-only boost looks for them; :func:`boost_terms` makes
+    them once per query."""
+
+    terms: frozenset[str]
+    """Every query term: the share's denominator and the path bonus count them all."""
+    words: tuple[str, ...]
+    """The terms other than CJK n-grams that some chunk may hold, space-padded."""
+    grams: tuple[str, ...]
+    """The CJK n-grams that some chunk may hold."""
+
+
+def boost_terms(terms: frozenset[str], absent: Collection[str] = ()) -> BoostTerms:
+    """``terms`` (:func:`query_terms`) ready for :func:`boost_looking_for`; ``absent`` are
+    terms the index holds in no chunk, counted in the share without being looked for."""
+    words: list[str] = []
+    grams: list[str] = []
+    for term in terms:
+        if term in absent:
+            continue
+        if term.isascii() or not is_cjk_char(term[0]):  # a term is all CJK or has none
+            words.append(f" {term} ")
+        else:
+            grams.append(term)
+    return BoostTerms(terms, tuple(words), tuple(grams))
 
 
 def keyword_boost(
-    query: str | frozenset[str], text: str, path: str, terms_of_text: str | None = None
+    query: str | frozenset[str], text: str, path: str, terms_of_text: ChunkTerms | None = None
 ) -> float:
     """Extra score for a keyword-only hit, capped at 1 (the caller adds it to the text score).
 
-    ``query`` is the query or, when scoring many hits, its :func:`query_terms` computed once;
-    ``terms_of_text`` is the text's :func:`chunk_terms` when the index stored them (computed
-    here otherwise).
+    ``query`` is the query or its :func:`query_terms`; ``terms_of_text`` is the text's
+    :func:`chunk_terms` when the index stored them (computed here otherwise). When scoring
+    many hits, make the :func:`boost_terms` once and call :func:`boost_looking_for`.
     ``0.45`` x the share of query terms found in the text, ``0.2`` x overlap over the distinct
     text terms, ``0.18`` per query term contained in the lowercased path, and up to ``0.18``
     for text length (``len(text) / 160``). CJK is compared as the index n-grams.
     """
     terms = query_terms(query) if isinstance(query, str) else query
-    return boost_looking_for(terms, terms, text, path, terms_of_text)
+    return boost_looking_for(boost_terms(terms), text, path, terms_of_text)
 
 
 def boost_looking_for(
-    terms: frozenset[str],
-    present: Collection[str],
-    text: str,
-    path: str,
-    terms_of_text: str | None = None,
+    query: BoostTerms, text: str, path: str, terms_of_text: ChunkTerms | None = None
 ) -> float:
-    """:func:`keyword_boost` of the query ``terms`` when only ``present`` (a subset) can be in
-    ``text``: the index holds the others nowhere, so they count in the share without being
-    looked for (each looked-for term costs a scan of the chunk's terms)."""
+    """:func:`keyword_boost` of the query's :func:`boost_terms` (each looked-for term costs a
+    scan of the chunk's words or text)."""
     if terms_of_text is None:
         terms_of_text = chunk_terms(text)
-    distinct = terms_of_text.count(" ") + 1 if terms_of_text else 0
-    padded = f" {terms_of_text} "
-    overlap = sum(1 for term in present if f" {term} " in padded)
+    words, distinct = terms_of_text
+    overlap = 0
+    if query.words and words:
+        padded = f" {words} "
+        overlap = sum(1 for term in query.words if term in padded)
+    if query.grams:
+        nfc = text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+        overlap += sum(1 for term in query.grams if term in nfc)
+    terms = query.terms
     coverage = overlap / len(terms) if terms else 0.0
     density = overlap / distinct if distinct else 0.0
     lowered_path = path.lower()

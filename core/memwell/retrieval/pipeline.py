@@ -15,7 +15,7 @@ from .candidate import Candidate
 from .date_match import boost_dates
 from .decay import apply_temporal_decay
 from .dialogue import dialogue_weights
-from .fts_query import boost_looking_for, query_terms
+from .fts_query import boost_looking_for, boost_terms, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from .mmr import mmr_rerank
 
@@ -113,11 +113,9 @@ def rank_keyword_only(
     in each hit (:func:`~memwell.retrieval.fts_query.boost_looking_for`).
     """
     terms = query_terms(query)  # once per query, not per candidate
-    present = tuple(terms.difference(absent(terms))) if absent is not None else tuple(terms)
+    looking = boost_terms(terms, absent(terms) if absent is not None else ())
     boosted = [
-        c.with_score(
-            min(1.0, c.text_score + boost_looking_for(terms, present, c.text, c.path, c.terms))
-        )
+        c.with_score(min(1.0, c.text_score + boost_looking_for(looking, c.text, c.path, c.terms)))
         for c in hits
     ]
     return keyword_floor(

@@ -15,7 +15,13 @@ from memwell.lazy_import import lazy_module
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import segment_for_fts
 from memwell.retrieval.file_similarity import mean_vector
-from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, chunk_terms, fts_phrase
+from memwell.retrieval.fts_query import (
+    ChunkTerms,
+    FtsQuery,
+    bm25_rank_to_score,
+    chunk_terms,
+    fts_phrase,
+)
 
 from .driver import DriverInfo, connect
 from .faults import IndexDamagedError
@@ -28,13 +34,16 @@ else:
 
 META_KEY = "memwell_index_meta_v1"
 FTS_DAMAGED = "FTS table damaged"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: ``chunks.terms`` (the chunk's keyword-boost terms, computed at index time); 3: CJK runs in
 the FTS table as bigrams and each run's last character (:func:`segment_for_fts`), of the NFC
-text."""
+text; 4: ``chunks.terms`` and ``chunks.term_count`` are the chunk's :class:`ChunkTerms` (words
+only, and the count of every distinct term)."""
 
 #: The first schema whose FTS text is :func:`segment_for_fts`'s.
 CJK_PREFIX_SCHEMA = 3
+#: The first schema whose chunks store their :class:`ChunkTerms`.
+CHUNK_TERMS_SCHEMA = 4
 
 _TOKENIZERS = {
     "unicode61": "porter unicode61 remove_diacritics 2",
@@ -51,7 +60,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, path TEXT NOT NULL,
     source TEXT NOT NULL DEFAULT 'memory', start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, hash TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT NULL,
-    embedding BLOB, updated_at INTEGER NOT NULL, terms TEXT
+    embedding BLOB, updated_at INTEGER NOT NULL, terms TEXT, term_count INTEGER
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path, source);
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks (source);
@@ -109,15 +118,15 @@ class IndexStore:
             self.conn.executescript(_SCHEMA)
             self._create_fts()
         self.vec_dims = self._existing_vec_dims()
-        #: Whether chunks carry their keyword-boost terms (an index of schema 1 does not; it
-        #: is rebuilt by the next sync, and searched meanwhile with terms computed per hit).
-        self.has_terms = any(
-            row[1] == "terms" for row in self.conn.execute("PRAGMA table_info(chunks)")
+        version = self._stored_schema_version()
+        #: Whether chunks carry their :class:`ChunkTerms` (an index before schema 4 does not;
+        #: it is rebuilt by the next sync, and searched meanwhile with terms computed per hit).
+        self.has_terms = (version is None or version >= CHUNK_TERMS_SCHEMA) and any(
+            row[1] == "term_count" for row in self.conn.execute("PRAGMA table_info(chunks)")
         )
         #: Whether the FTS text holds CJK runs as :func:`segment_for_fts` writes them (schema 3
         #: on), so a one-character CJK term is a prefix query; an older index (every unigram
         #: and bigram) is searched with plain terms until the next sync rebuilds it.
-        version = self._stored_schema_version()
         self.cjk_prefixes = version is None or version >= CJK_PREFIX_SCHEMA
 
     def _connect_read_only(self, vector_enabled: bool, extension_path: str | None) -> None:
@@ -276,8 +285,8 @@ class IndexStore:
             )
             cur = self.conn.execute(
                 "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash, "
-                "model, text, embedding, updated_at, terms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "model, text, embedding, updated_at, terms, term_count) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     chunk.id,
                     path,
@@ -289,7 +298,7 @@ class IndexStore:
                     chunk.text,
                     blob,
                     now,
-                    chunk_terms(chunk.text),
+                    *chunk_terms(chunk.text),
                 ),
             )
             rowid = cur.lastrowid
@@ -439,7 +448,7 @@ class IndexStore:
         if not self.fts_available:
             return []
         src_marks = ",".join("?" * len(sources))
-        terms = "c.terms" if self.has_terms else "NULL"
+        terms = "c.terms, c.term_count" if self.has_terms else "NULL, NULL"
         columns = "c.id, c.path, c.source, c.start_line, c.end_line, c.text"
         params: list[Any] = []
         if query.match and not query.like_terms:
@@ -483,9 +492,9 @@ class IndexStore:
                 end_line=e,
                 text=text,
                 text_score=bm25_rank_to_score(float(rank)),
-                terms=chunk_terms_of,
+                terms=None if words is None else ChunkTerms(words, count),
             )
-            for cid, path, src, s, e, text, rank, chunk_terms_of in rows
+            for cid, path, src, s, e, text, rank, words, count in rows
         ]
 
     def load_vectors(self, model: str) -> tuple[np.ndarray[Any, Any], Matrix]:
