@@ -331,9 +331,11 @@ def test_keyword_boost_in_unit_interval(query: str, text: str, path: str) -> Non
 
 
 def _boost_by_sets(query: str, text: str, path: str) -> float:
-    """The boost as first written: the candidate text tokenised into a set at search time."""
+    """The boost as first written: the candidate text tokenised into a set at search time
+    (normalised first, as the index normalises it: ``"か\u3099"`` is ``"が"``, not ``"か"``)."""
     terms = query_terms(query)
-    text_terms = {t for t in tokenize(segment_for_index(text)) if t.strip("_")}
+    normalised = unicodedata.normalize("NFC", text)
+    text_terms = {t for t in tokenize(segment_for_index(normalised)) if t.strip("_")}
     overlap = len(terms & text_terms)
     coverage = overlap / len(terms) if terms else 0.0
     density = overlap / len(text_terms) if text_terms else 0.0

@@ -249,17 +249,14 @@ def boost_looking_for(
     if terms_of_text is None:
         terms_of_text = chunk_terms(text)
     words, distinct = terms_of_text
-    overlap = 0
-    if query.words and words:
-        padded = f" {words} "
-        overlap = sum(1 for term in query.words if term in padded)
+    # map(str.__contains__) rather than generators: this runs for every candidate of a search
+    overlap = sum(map(f" {words} ".__contains__, query.words)) if query.words and words else 0
     if query.grams:
         nfc = text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
-        overlap += sum(1 for term in query.grams if term in nfc)
+        overlap += sum(map(nfc.__contains__, query.grams))
     terms = query.terms
     coverage = overlap / len(terms) if terms else 0.0
     density = overlap / distinct if distinct else 0.0
-    lowered_path = path.lower()
-    path_hits = sum(1 for term in terms if term in lowered_path)
+    path_hits = sum(map(path.lower().__contains__, terms))
     boost = 0.45 * coverage + 0.2 * density + 0.18 * path_hits + min(len(text) / 160, 0.18)
     return min(1.0, boost)

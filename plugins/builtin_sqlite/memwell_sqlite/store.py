@@ -441,9 +441,11 @@ class IndexStore:
     ) -> list[Candidate]:
         """BM25 over the FTS table; ``text_score`` is the spec's rank-to-score mapping.
 
-        FTS5 picks its ``prefetch`` best rows on its own (``ORDER BY rank LIMIT`` is optimised
-        inside FTS5) before the join, so the cost does not grow with how many rows match an
-        OR query; ``prefetch`` should exceed ``limit`` when ``sources`` filters.
+        The ``prefetch`` best rows are picked before the join, so the cost of the join does not
+        grow with how many rows match an OR query; ``prefetch`` should exceed ``limit`` when
+        ``sources`` filters. SQLite's own sorter picks them (``bm25()``, ties by rowid) into a
+        materialised table: FTS5's ``ORDER BY rank`` runs a nested statement of its own, 40%
+        slower for a few dozen matching rows and for twenty thousand alike.
         """
         if not self.fts_available:
             return []
@@ -453,11 +455,11 @@ class IndexStore:
         params: list[Any] = []
         if query.match and not query.like_terms:
             sql = (
-                "WITH top AS (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-                "ORDER BY rank LIMIT ?) "
-                f"SELECT {columns}, top.rank, {terms} "
+                "WITH top AS MATERIALIZED (SELECT rowid, bm25(chunks_fts) AS bm25 FROM chunks_fts "
+                "WHERE chunks_fts MATCH ? ORDER BY bm25, rowid LIMIT ?) "
+                f"SELECT {columns}, top.bm25, {terms} "
                 "FROM top JOIN chunks c ON c.rowid = top.rowid "
-                f"WHERE c.source IN ({src_marks}) ORDER BY top.rank LIMIT ?"
+                f"WHERE c.source IN ({src_marks}) ORDER BY top.bm25, top.rowid LIMIT ?"
             )
             params = [query.match, max(limit, prefetch or limit), *sources, limit]
         else:
