@@ -21,6 +21,7 @@ from memwell.curation.tracking import RecallTracker, query_hash
 from memwell.manager import MemorySearchManager
 from memwell.models import MemorySearchResult
 from memwell.recall.manager import RecallCachedManager
+from memwell.retrieval.keywords import extract_keywords
 
 OpenFn = Callable[..., MemorySearchManager]
 UTC = timezone.utc
@@ -173,6 +174,40 @@ def test_back_to_back_recordings_wait_for_a_quiet_queue_and_flush_writes_them_at
     assert time.monotonic() - started < 20  # written at once, not after the quiet period
     (entry,) = tracker.entries()
     assert entry.recall_count == 3 and len(entry.query_hashes) == 3
+    tracker.close()
+
+
+def test_concept_tags_are_the_snippets_first_keywords_and_follow_a_changed_snippet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_chinese = "部署流程" + "，服务监听端口八千零八十" * 200
+    expected = [t for t in extract_keywords(long_chinese) if len(t) >= 3 or not t.isascii()]
+    tags = tracking.concept_tags("memory/a.md", long_chinese)
+    assert tags == expected[: tracking.MAX_CONCEPT_TAGS]
+    tracker = RecallTracker(tmp_path / "recall-tracking.sqlite")
+    computed: list[str] = []
+    real = tracking.concept_tags
+
+    def counting(path: str, snippet: str) -> list[str]:
+        computed.append(snippet)
+        return real(path, snippet)
+
+    monkeypatch.setattr(tracking, "concept_tags", counting)
+
+    def recall(snippet: str) -> list[str]:
+        hit = MemorySearchResult(
+            path="memory/a.md", start_line=1, end_line=2, score=0.5, snippet=snippet
+        )
+        tracker.record_search("billing", [hit])
+        assert tracker.flush()
+        (entry,) = tracker.entries()
+        return entry.concept_tags
+
+    assert recall("billing rate limit per minute") == ["billing", "rate", "limit", "per", "minute"]
+    assert recall("billing rate limit per minute") == ["billing", "rate", "limit", "per", "minute"]
+    assert len(computed) == 1  # the same snippet keeps the tags it gave
+    assert recall("deploys happen on tuesdays") == ["deploys", "happen", "tuesdays"]
+    assert len(computed) == 2
     tracker.close()
 
 

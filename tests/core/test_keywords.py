@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.retrieval.keywords import TOKEN_RE, extract_keywords, tokenize
+from memwell.retrieval.keywords import TOKEN_RE, extract_keywords, iter_keywords, tokenize
 from memwell.retrieval.stopwords import (
     ALL_STOPWORDS,
     STOPWORDS_AR,
@@ -150,3 +151,37 @@ def test_keywords_are_unique_and_never_filtered_tokens(query: str) -> None:
         assert not keyword.isdigit()
         assert not (keyword.isascii() and keyword.isalpha() and len(keyword) < 3)
         assert keyword == keyword.lower()
+
+
+def _whole_text_keywords(text: str) -> list[str]:
+    """The keywords segmenting the whole text at once: punctuation to spaces, then split."""
+    from memwell.retrieval.keywords import _is_valid_keyword, _segment_tokens
+
+    spaced = "".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text.lower())
+    tokens = (tok for seg in spaced.split() for tok in _segment_tokens(seg, False))
+    return list(dict.fromkeys(t for t in tokens if t not in ALL_STOPWORDS and _is_valid_keyword(t)))
+
+
+@given(st.text(alphabet="ab ,.-_!\t\n\u3000\u3001服务监听端口の話をした논의를Déjà", max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_word_by_word_segmentation_gives_the_whole_texts_keywords(text: str) -> None:
+    assert extract_keywords(text) == _whole_text_keywords(text)
+    assert list(iter_keywords(text)) == extract_keywords(text)
+
+
+def test_iter_keywords_segments_no_more_than_the_keywords_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memwell.retrieval import keywords
+
+    segmented: list[str] = []
+    real = keywords._segment_tokens
+
+    def counting(segment: str, trigram: bool) -> Iterator[str]:
+        segmented.append(segment)
+        return real(segment, trigram)
+
+    monkeypatch.setattr(keywords, "_segment_tokens", counting)
+    taken = iter_keywords("部署 发布, " + "服务监听端口 " * 1000)
+    assert [next(taken) for _ in range(5)] == ["部", "署", "部署", "发", "布"]
+    assert segmented == ["部署", "发布"]

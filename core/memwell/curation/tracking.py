@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
 import json
 import logging
 import queue
@@ -36,7 +37,7 @@ import msgspec
 
 from ..config import MemwellSettings
 from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
-from ..retrieval.keywords import extract_keywords
+from ..retrieval.keywords import iter_keywords
 from ..retrieval.snippets import bare_snippet
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,8 @@ def entry_key(source: str, path: str, start_line: int, end_line: int) -> str:
 def concept_tags(path: str, snippet: str) -> list[str]:
     """Up to 8 distinct keywords of the snippet (stop words, numbers and short words out)."""
     del path  # the reference also mines the path; memwell's paths are dates and topics
-    tags = [t for t in extract_keywords(snippet) if len(t) >= 3 or not t.isascii()]
-    return tags[:MAX_CONCEPT_TAGS]
+    tags = (t for t in iter_keywords(snippet) if len(t) >= 3 or not t.isascii())
+    return list(itertools.islice(tags, MAX_CONCEPT_TAGS))
 
 
 def _recent_distinct(values: Sequence[str], new: str, limit: int) -> list[str]:
@@ -383,10 +384,12 @@ class RecallTracker:
         entry.total_score += hit.score
         entry.max_score = max(entry.max_score, hit.score)
         entry.last_recalled_at = job.now
-        entry.snippet = bare_snippet(hit) or entry.snippet
+        snippet = bare_snippet(hit) or entry.snippet
+        if snippet != entry.snippet or not entry.concept_tags:  # else its tags are this one's
+            entry.concept_tags = concept_tags(hit.path, snippet) or entry.concept_tags
+        entry.snippet = snippet
         entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
         entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
-        entry.concept_tags = concept_tags(hit.path, entry.snippet) or entry.concept_tags
         _save(conn, entry)
 
     def _ground(

@@ -77,9 +77,16 @@ def tokenize(text: str) -> list[str]:
     return TOKEN_RE.findall(unicodedata.normalize("NFC", text).lower())
 
 
-def _segments(text: str) -> list[str]:
-    """Split on whitespace and Unicode punctuation (general category P*)."""
-    return "".join(" " if unicodedata.category(ch)[0] == "P" else ch for ch in text).split()
+def _segments(text: str) -> Iterator[str]:
+    """Split on whitespace and Unicode punctuation (general category P*), word by word, so
+    that a caller wanting the first few keywords of a long text stops early."""
+    for word in text.split():
+        if word.isascii() and word.isalnum():
+            yield word
+        else:
+            yield from "".join(
+                " " if unicodedata.category(ch)[0] == "P" else ch for ch in word
+            ).split()
 
 
 def _japanese_tokens(segment: str, trigram: bool) -> Iterator[str]:
@@ -140,7 +147,8 @@ def _is_valid_keyword(token: str) -> bool:
 
 
 def extract_keywords(query: str, *, trigram: bool = False) -> list[str]:
-    """Meaningful keywords of a conversational query, in order and without duplicates.
+    """Meaningful keywords of a conversational query, in order and without duplicates
+    (:func:`iter_keywords` as a list).
 
     Japanese segments are split by script (kanji runs also give bigrams), Chinese runs give
     unigrams and bigrams (the whole run when ``trigram``), Korean words also give their stem
@@ -148,8 +156,15 @@ def extract_keywords(query: str, *, trigram: bool = False) -> list[str]:
     letters, numbers and symbol-only tokens are dropped.
     ``"that thing we discussed about the API"`` gives ``["discussed", "api"]``.
     """
-    tokens = (
-        token for segment in _segments(query.lower()) for token in _segment_tokens(segment, trigram)
-    )
-    keywords = (t for t in tokens if t not in ALL_STOPWORDS and _is_valid_keyword(t))
-    return list(dict.fromkeys(keywords))
+    return list(iter_keywords(query, trigram=trigram))
+
+
+def iter_keywords(text: str, *, trigram: bool = False) -> Iterator[str]:
+    """:func:`extract_keywords` one at a time, segmenting no more of ``text`` than the keywords
+    taken need (a snippet's first few keywords without its hundreds of CJK n-grams)."""
+    seen: set[str] = set()
+    for segment in _segments(text.lower()):
+        for token in _segment_tokens(segment, trigram):
+            if token not in seen and token not in ALL_STOPWORDS and _is_valid_keyword(token):
+                seen.add(token)
+                yield token
