@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import itertools
-import json
 import logging
 import queue
 import sqlite3
@@ -46,6 +45,8 @@ SIDECAR_NAME = "recall-tracking.sqlite"
 MAX_QUERY_HASHES = 32
 MAX_RECALL_DAYS = 16
 MAX_CONCEPT_TAGS = 8
+#: Entries read per statement when a job's hits are counted (under SQLite's variable limit).
+_KEYS_PER_READ = 500
 #: How long the writer thread waits for another process's write (searches never wait).
 BUSY_TIMEOUT_MS = 10_000
 #: The writer waits until no search or read has been queued for this long before it writes,
@@ -79,6 +80,8 @@ CREATE TABLE IF NOT EXISTS recalls (
 );
 CREATE INDEX IF NOT EXISTS recalls_path ON recalls(path);
 """
+_JSON = msgspec.json.Encoder()
+_STRINGS = msgspec.json.Decoder(list[str])
 _COLUMNS = (
     "key, path, start_line, end_line, source, snippet, recall_count, daily_count, "
     "grounded_count, total_score, max_score, first_recalled_at, last_recalled_at, "
@@ -149,9 +152,9 @@ class RecallEntry(msgspec.Struct):
             self.max_score,
             self.first_recalled_at,
             self.last_recalled_at,
-            json.dumps(self.query_hashes),
-            json.dumps(self.recall_days),
-            json.dumps(self.concept_tags, ensure_ascii=False),
+            _JSON.encode(self.query_hashes).decode(),
+            _JSON.encode(self.recall_days).decode(),
+            _JSON.encode(self.concept_tags).decode(),
             self.promoted_at,
         )
 
@@ -159,12 +162,31 @@ class RecallEntry(msgspec.Struct):
     def _from_row(cls, row: Sequence[object]) -> RecallEntry:
         values = list(row)
         for index in (13, 14, 15):
-            values[index] = json.loads(str(values[index]))
+            values[index] = _STRINGS.decode(str(values[index]))
         return cls(*values)  # type: ignore[arg-type]
 
 
-def _save(conn: sqlite3.Connection, entry: RecallEntry) -> None:
-    conn.execute(f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})", entry._row())
+def _save(conn: sqlite3.Connection, entries: Iterable[RecallEntry]) -> None:
+    conn.executemany(
+        f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})",
+        (entry._row() for entry in entries),
+    )
+
+
+def _recall(entry: RecallEntry, job: _Job, qhash: str, hit: MemorySearchResult) -> None:
+    """Count one recall of ``entry`` by the query ``qhash`` at the job's time."""
+    same_day = bool(entry.recall_days) and entry.recall_days[-1] == job.day
+    entry.daily_count = entry.daily_count + 1 if same_day else 1
+    entry.recall_count += 1
+    entry.total_score += hit.score
+    entry.max_score = max(entry.max_score, hit.score)
+    entry.last_recalled_at = job.now
+    snippet = bare_snippet(hit) or entry.snippet
+    if snippet != entry.snippet or not entry.concept_tags:  # else its tags are this one's
+        entry.concept_tags = concept_tags(hit.path, snippet) or entry.concept_tags
+    entry.snippet = snippet
+    entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
+    entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
 
 
 class _Job(msgspec.Struct, frozen=True):
@@ -355,42 +377,37 @@ class RecallTracker:
         self._submit(_Job(*self._now(), read=(result.path, first, last)))
 
     def _apply(self, conn: sqlite3.Connection, job: _Job) -> None:
-        for qhash, hits in job.searches:
-            for key, hit in hits.items():
-                self._recall(conn, job, qhash, key, hit)
+        if job.searches:
+            self._recall_all(conn, job)
         if job.read is not None:
             self._ground(conn, job, *job.read)
 
-    def _recall(
-        self, conn: sqlite3.Connection, job: _Job, qhash: str, key: str, hit: MemorySearchResult
-    ) -> None:
-        found = conn.execute(f"SELECT {_COLUMNS} FROM recalls WHERE key = ?", (key,)).fetchone()
-        entry = (
-            RecallEntry._from_row(found)
-            if found
-            else RecallEntry(
-                key,
-                hit.path,
-                hit.start_line,
-                hit.end_line,
-                hit.source,
-                bare_snippet(hit),
-                first_recalled_at=job.now,
+    def _recall_all(self, conn: sqlite3.Connection, job: _Job) -> None:
+        """Count every hit of the job's searches: one read of their entries, one write."""
+        keys = list(dict.fromkeys(key for _, hits in job.searches for key in hits))
+        entries: dict[str, RecallEntry] = {}
+        for start in range(0, len(keys), _KEYS_PER_READ):
+            part = keys[start : start + _KEYS_PER_READ]
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM recalls WHERE key IN ({', '.join('?' * len(part))})",
+                part,
             )
-        )
-        same_day = bool(entry.recall_days) and entry.recall_days[-1] == job.day
-        entry.daily_count = entry.daily_count + 1 if same_day else 1
-        entry.recall_count += 1
-        entry.total_score += hit.score
-        entry.max_score = max(entry.max_score, hit.score)
-        entry.last_recalled_at = job.now
-        snippet = bare_snippet(hit) or entry.snippet
-        if snippet != entry.snippet or not entry.concept_tags:  # else its tags are this one's
-            entry.concept_tags = concept_tags(hit.path, snippet) or entry.concept_tags
-        entry.snippet = snippet
-        entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
-        entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
-        _save(conn, entry)
+            entries.update((str(row[0]), RecallEntry._from_row(row)) for row in rows)
+        for qhash, hits in job.searches:
+            for key, hit in hits.items():
+                entry = entries.get(key)
+                if entry is None:
+                    entry = entries[key] = RecallEntry(
+                        key,
+                        hit.path,
+                        hit.start_line,
+                        hit.end_line,
+                        hit.source,
+                        bare_snippet(hit),
+                        first_recalled_at=job.now,
+                    )
+                _recall(entry, job, qhash, hit)
+        _save(conn, entries.values())
 
     def _ground(
         self, conn: sqlite3.Connection, job: _Job, path: str, first: int, last: int | None
@@ -400,13 +417,13 @@ class RecallTracker:
             + (" AND start_line <= ?" if last is not None else ""),
             (path, first) if last is None else (path, first, last),
         ).fetchall()
-        for row in rows:
-            entry = RecallEntry._from_row(row)
+        entries = [RecallEntry._from_row(row) for row in rows]
+        for entry in entries:
             entry.total_score += entry.total_score / max(1, entry.signal_count)
             entry.grounded_count += 1
             entry.last_recalled_at = job.now
             entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
-            _save(conn, entry)
+        _save(conn, entries)
 
     def mark_promoted(self, keys: Iterable[str]) -> None:
         """Record that these chunks were promoted into MEMORY.md now."""
