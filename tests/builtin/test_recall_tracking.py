@@ -211,6 +211,24 @@ def test_concept_tags_are_the_snippets_first_keywords_and_follow_a_changed_snipp
     tracker.close()
 
 
+def test_one_job_counting_a_chunk_twice_counts_it_twice(tmp_path: Path) -> None:
+    """Two searches of one batch that hit the same chunk (and one that hits another)."""
+    tracker = RecallTracker(tmp_path / "recall-tracking.sqlite")
+    a = MemorySearchResult(path="memory/a.md", start_line=1, end_line=2, score=0.4, snippet="a")
+    b = MemorySearchResult(path="memory/b.md", start_line=5, end_line=9, score=0.9, snippet="b")
+    tracker.record_searches([("first", [a]), ("second", [a, b])])
+    tracker.record_searches([("third", [a])])
+    assert tracker.flush()
+    entries = {e.path: e for e in tracker.entries()}
+    assert entries["memory/a.md"].recall_count == 3
+    assert entries["memory/a.md"].total_score == pytest.approx(1.2)
+    assert entries["memory/a.md"].query_hashes == [
+        query_hash(q) for q in ("first", "second", "third")
+    ]
+    assert entries["memory/b.md"].recall_count == 1 and entries["memory/b.md"].max_score == 0.9
+    tracker.close()
+
+
 # -- promotion: a scripted recall history ranks exactly as the formula says -----------------
 
 #: (query, day offset from NOW, hour) for each chunk's searches.
