@@ -66,3 +66,8 @@ def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
     see a :class:`re.Pattern` (use its methods and attributes; it is not a ``re.Pattern``
     instance for ``isinstance`` or the ``re`` module's functions)."""
     return cast("re.Pattern[str]", LazyPattern(pattern, flags))
+
+
+def is_compiled(pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` (a :func:`lazy_pattern` or a real one) is compiled already."""
+    return not isinstance(cast(object, pattern), LazyPattern)

@@ -13,10 +13,9 @@ The character classes are regex class bodies (no brackets). They list only word 
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Iterator
 
-from memwell.lazy_import import lazy_pattern
+from memwell.retrieval.char_class import CharClass
 
 HAN_CLASS = (
     "\u3005-\u3007"  # 々 〆 〇
@@ -42,27 +41,24 @@ HANGUL_CLASS = (
 )
 CJK_CLASS = HAN_CLASS + HIRAGANA_CLASS + KATAKANA_CLASS + HANGUL_CLASS
 
-_CJK_CHAR = lazy_pattern(f"[{CJK_CLASS}]")
-_CJK_RUN = lazy_pattern(f"[{CJK_CLASS}]+")
+CJK_CHARS = CharClass(CJK_CLASS)
 
 
 def is_cjk_char(ch: str) -> bool:
     """Whether ``ch`` is a single Han, kana or Hangul character (syllable or jamo)."""
-    return _CJK_CHAR.fullmatch(ch) is not None
+    return ch in CJK_CHARS
 
 
 def _bigrams(run: str) -> list[str]:
     return list(map(operator.add, run, run[1:]))
 
 
-def _index_run(match: re.Match[str]) -> str:
-    run = match.group()
+def _index_run(run: str) -> str:
     # join straight from the map (no bigram list): this runs for every CJK run indexed
     return f" {' '.join(run)} {' '.join(map(operator.add, run, run[1:]))} "
 
 
-def _fts_run(match: re.Match[str]) -> str:
-    run = match.group()
+def _fts_run(run: str) -> str:
     return f" {' '.join(map(operator.add, run, run[1:]))} {run[-1]} "
 
 
@@ -74,7 +70,7 @@ def segment_for_fts(text: str) -> str:
     once: the term and document frequencies of :func:`segment_for_index`'s unigrams, from about
     half its tokens. ``"我爱北京"`` becomes ``" 我爱 爱北 北京 京 "``.
     """
-    return _CJK_RUN.sub(_fts_run, text)
+    return text if text.isascii() else CJK_CHARS.sub(text, _fts_run)
 
 
 def segment_for_index(text: str) -> str:
@@ -83,7 +79,7 @@ def segment_for_index(text: str) -> str:
     Non-CJK text is kept as is; the replacement is padded with spaces so it never fuses with
     neighbouring letters. ``"我爱北京"`` becomes ``" 我 爱 北 京 我爱 爱北 北京 "``.
     """
-    return _CJK_RUN.sub(_index_run, text)
+    return text if text.isascii() else CJK_CHARS.sub(text, _index_run)
 
 
 def segment_query_terms(text: str) -> list[str]:
@@ -93,8 +89,8 @@ def segment_query_terms(text: str) -> list[str]:
     bigram was indexed by :func:`segment_for_index`, and unigrams would match too loosely).
     """
     terms: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        terms.extend(_run_terms(run))
+    for start, stop in CJK_CHARS.runs(text):
+        terms.extend(_run_terms(text[start:stop]))
     return terms
 
 
@@ -128,11 +124,11 @@ def split_index_token(token: str) -> tuple[list[str], list[str]]:
 def _pieces(token: str) -> Iterator[tuple[str, bool]]:
     """``token`` cut into its CJK runs and the text between them: (piece, is a CJK run)."""
     end = 0
-    for match in _CJK_RUN.finditer(token):
-        if match.start() > end:
-            yield token[end : match.start()], False
-        yield match.group(), True
-        end = match.end()
+    for start, stop in CJK_CHARS.runs(token):
+        if start > end:
+            yield token[end:start], False
+        yield token[start:stop], True
+        end = stop
     if end < len(token):
         yield token[end:], False
 

@@ -6,6 +6,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from memwell.lazy_import import lazy_pattern
+from memwell.retrieval.char_class import CharClass
 from memwell.retrieval.cjk import (
     CJK_CLASS,
     HAN_CLASS,
@@ -24,10 +25,10 @@ from memwell.retrieval.stopwords import ALL_STOPWORDS, STOPWORDS_KO
 # word, which is why :func:`tokenize` composes them first (NFC).
 TOKEN_RE = lazy_pattern(r"\w+")
 
-_KANA = lazy_pattern(f"[{HIRAGANA_CLASS}{KATAKANA_CLASS}]")
-_HAN = lazy_pattern(f"[{HAN_CLASS}]")
-_HANGUL = lazy_pattern(f"[{HANGUL_CLASS}]")
-_HANGUL_SYLLABLE = lazy_pattern("[\uac00-\ud7af]")
+_KANA = CharClass(HIRAGANA_CLASS + KATAKANA_CLASS)
+_HAN = CharClass(HAN_CLASS)
+_HANGUL = CharClass(HANGUL_CLASS)
+_HANGUL_SYLLABLE = CharClass("\uac00-\ud7af")
 _ASCII_WORD = lazy_pattern("[a-z0-9_]+")
 # Japanese segment parts: a non-CJK word, a katakana run, a kanji run (group 1), or a run of at
 # least two hiragana (single hiragana are particles).
@@ -111,7 +112,7 @@ def _strip_korean_particle(token: str) -> str | None:
 
 def _is_useful_korean_stem(stem: str) -> bool:
     """Reject one-syllable stems ("논의" -> "논") but keep ASCII ones ("api를" -> "api")."""
-    if _HANGUL_SYLLABLE.search(stem):
+    if _HANGUL_SYLLABLE.found_in(stem):
         return len(stem) >= 2
     return _ASCII_WORD.fullmatch(stem) is not None
 
@@ -128,11 +129,11 @@ def _korean_tokens(segment: str) -> Iterator[str]:
 def _segment_tokens(segment: str, trigram: bool) -> Iterator[str]:
     if segment.isascii():  # no CJK: skips compiling the CJK classes for an ASCII query
         yield segment
-    elif _KANA.search(segment):
+    elif _KANA.found_in(segment):
         yield from _japanese_tokens(segment, trigram)
-    elif _HAN.search(segment):
+    elif _HAN.found_in(segment):
         yield from _han_tokens(segment, trigram)
-    elif _HANGUL.search(segment):
+    elif _HANGUL.found_in(segment):
         yield from _korean_tokens(segment)
     else:
         yield segment

@@ -8,16 +8,14 @@ from itertools import pairwise
 
 from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.char_class import CharClass
 from memwell.retrieval.hybrid import clamp01
 
 _ASCII_TOKEN = lazy_pattern(r"[a-z0-9_]+")
-_CJK_CHAR = lazy_pattern(
-    "[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff]"
+_CJK_CHARS = CharClass(
+    "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
 )
-
-
-def _is_cjk(char: str) -> bool:
-    return _CJK_CHAR.fullmatch(char) is not None
+_is_cjk = _CJK_CHARS.__contains__
 
 
 def mmr_tokens(text: str) -> frozenset[str]:

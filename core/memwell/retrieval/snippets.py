@@ -18,6 +18,8 @@ _NON_DIRECT_CHAT_SEGMENTS = frozenset({"channel", "group"})
 
 def truncate_snippet(text: str, limit: int = DEFAULT_SNIPPET_LIMIT) -> str:
     """Cut ``text`` to at most ``limit`` UTF-16 code units without splitting a surrogate pair."""
+    if len(text) * _CODE_UNIT_BYTES <= limit:  # a character is at most two code units
+        return text
     units = text.encode(_UTF16, "surrogatepass")
     max_bytes = max(0, limit) * _CODE_UNIT_BYTES
     if len(units) <= max_bytes:
