@@ -6,9 +6,9 @@ Layers, lowest precedence first: built-in defaults, the user config
 with ``--config``), ``MEMWELL_*`` environment variables (``__`` separates nested keys, e.g.
 ``MEMWELL_QUERY__MAX_RESULTS=10``), then explicit overrides. Every layer is validated on its own
 so an error names the key and the file it came from.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here (see :mod:`memwell.records`).
+"""
 
 import functools
 import json
@@ -376,7 +376,7 @@ def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_plugin_sections(
-    layer: Mapping[str, Any], source: str, registry: PluginRegistry | None
+    layer: Mapping[str, Any], source: str, registry: "PluginRegistry | None"
 ) -> None:
     if registry is None:
         return
@@ -412,7 +412,7 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     user_config: Path | None = None,
-    registry: PluginRegistry | None = None,
+    registry: "PluginRegistry | None" = None,
 ) -> MemwellSettings:
     """Load and validate the layered configuration.
 

@@ -17,7 +17,6 @@ from .fallback import FallbackMemoryManager
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
 from .recall.manager import RecallCachedManager
-from .rerank import RerankingManager, open_reranker
 
 if TYPE_CHECKING:
     from .curation.tracking import RecallTracker
@@ -128,6 +127,8 @@ def open_memory(
             return cached
         inner = _open(ws, settings, reg, purpose, cache_key=key)
         if settings.rerank.provider != "none":
+            from .rerank import RerankingManager, open_reranker
+
             inner = RerankingManager(inner, open_reranker(settings, reg, ws), settings)
         manager = RecallCachedManager(inner, settings, tracker=_tracker(ws, settings))
         _cache[key] = manager

@@ -12,6 +12,11 @@ with another name on the wire is declared ``msgspec.field(name="...")`` and dump
 name with ``by_alias=True``. msgspec does not inherit ``kw_only``: declare a subclass
 ``class Hit(Record, kw_only=True)`` to keep construction keyword-only (and a required field
 after a defaulted one legal).
+
+A module of records that every command converts (the settings, a plugin's config section)
+leaves out ``from __future__ import annotations``: msgspec evaluates a string annotation with
+:func:`compile` the first time it converts the type, about 1.4 ms of a one-shot command for
+the settings alone.
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -46,6 +45,13 @@ def is_retryable(exc: BaseException) -> bool:
     return status is not None and (status in (408, 429) or status >= 500)
 
 
+def _random() -> float:
+    """:func:`random.random`, imported at the first retry: a one-shot command rarely retries."""
+    import random
+
+    return random.random()
+
+
 class RetryPolicy(msgspec.Struct):
     """3 retries, 500 ms doubling, up to +20 % jitter, each wait capped at 8 s."""
 
@@ -54,7 +60,7 @@ class RetryPolicy(msgspec.Struct):
     max_delay: float = 8.0
     jitter: float = 0.2
     sleep: Callable[[float], None] = time.sleep
-    rand: Callable[[], float] = random.random
+    rand: Callable[[], float] = _random
 
     def call(self, fn: Callable[[], T], *, provider: str) -> T:
         """Run ``fn``, retrying retryable failures; errors come out as :class:`ProviderError`."""

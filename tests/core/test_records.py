@@ -81,3 +81,33 @@ def test_json_dump_round_trips_through_validate(
 ) -> None:
     record = Outer(name=name, count=count, inner=Inner(weight=weight), tags=tags)
     assert Outer.model_validate(record.model_dump(mode="json", by_alias=True)) == record
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "memwell.config",
+        "memwell_sqlite.config",
+        "memwell_lancedb.config",
+        "memwell_postgres.config",
+        "memwell_qmd.config",
+        "memwell_ollama.config",
+    ],
+)
+def test_settings_records_carry_evaluated_annotations(module: str) -> None:
+    """Every command converts the settings: msgspec would compile a string annotation first."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    records = [
+        obj
+        for obj in vars(mod).values()
+        if inspect.isclass(obj) and issubclass(obj, msgspec.Struct) and obj.__module__ == module
+    ]
+    assert records
+    for record in records:
+        strings = {
+            k: v for k, v in vars(record).get("__annotations__", {}).items() if isinstance(v, str)
+        }
+        assert not strings, f"{record.__name__} has string annotations {strings}"

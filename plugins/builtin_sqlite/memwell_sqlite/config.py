@@ -1,7 +1,5 @@
 """The ``[backends.builtin]`` section."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from memwell.records import Record

@@ -1,7 +1,5 @@
 """The ``[backends.lancedb]`` section and where the database lives."""
 
-from __future__ import annotations
-
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any

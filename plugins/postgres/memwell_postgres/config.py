@@ -1,7 +1,5 @@
 """The ``[backends.postgres]`` section of ``memwell.toml``."""
 
-from __future__ import annotations
-
 import hashlib
 import socket
 from pathlib import Path

@@ -1,7 +1,5 @@
 """The ``[backends.qmd]`` configuration section, validated by :class:`QmdConfig`."""
 
-from __future__ import annotations
-
 import os
 import shlex
 from typing import Annotated, Literal

@@ -1,7 +1,5 @@
 """The ``[providers.ollama]`` section and where the server is."""
 
-from __future__ import annotations
-
 import os
 from typing import Annotated
 from urllib.parse import urlsplit
