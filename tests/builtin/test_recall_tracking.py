@@ -19,7 +19,7 @@ from memwell.curation import tracking
 from memwell.curation.promotion import promote, rank_candidates
 from memwell.curation.tracking import RecallTracker, query_hash
 from memwell.manager import MemorySearchManager
-from memwell.models import MemorySearchResult
+from memwell.models import MemorySearchResult, ReadFileResult
 from memwell.recall.manager import RecallCachedManager
 from memwell.retrieval.keywords import extract_keywords
 
@@ -226,6 +226,28 @@ def test_one_job_counting_a_chunk_twice_counts_it_twice(tmp_path: Path) -> None:
         query_hash(q) for q in ("first", "second", "third")
     ]
     assert entries["memory/b.md"].recall_count == 1 and entries["memory/b.md"].max_score == 0.9
+    tracker.close()
+
+
+def test_a_batch_applies_searches_and_reads_in_the_order_they_came(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One batch: a search, a read that grounds its hit, another search. Grounding adds the
+    mean score at the time of the read, so applying the read after both searches would give
+    0.4 + 0.8 + 0.6 instead of 0.4 + 0.4 + 0.8."""
+    monkeypatch.setattr(tracking, "QUIET_SECONDS", 30.0)
+    monkeypatch.setattr(tracking, "MAX_DELAY_SECONDS", 60.0)
+    tracker = RecallTracker(tmp_path / "recall-tracking.sqlite")
+    hit = MemorySearchResult(path="memory/a.md", start_line=1, end_line=2, score=0.4, snippet="a")
+    tracker.record_search("first", [hit])
+    tracker.record_read(ReadFileResult(path="memory/a.md", text="a\nb\n"), 1, 2)
+    tracker.record_search("second", [hit.model_copy(update={"score": 0.8})])
+    assert tracker._pending == 3  # all three held for one batch
+    assert tracker.flush(timeout=20)
+    (entry,) = tracker.entries()
+    assert entry.recall_count == 2 and entry.grounded_count == 1
+    assert entry.total_score == pytest.approx(1.6)
+    assert entry.max_score == 0.8
     tracker.close()
 
 

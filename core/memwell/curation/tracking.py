@@ -23,7 +23,6 @@ import atexit
 import hashlib
 import itertools
 import logging
-import queue
 import sqlite3
 import threading
 import time
@@ -51,7 +50,9 @@ _KEYS_PER_READ = 500
 BUSY_TIMEOUT_MS = 10_000
 #: The writer waits until no search or read has been queued for this long before it writes,
 #: so that back-to-back searches never share the cores (and the GIL) with its SQLite work:
-#: writing each search's recordings at once added about 2.4 ms of CPU to the next search.
+#: writing each search's recordings at once added about 2.4 ms of CPU to the next search. It
+#: looks at the queue once per period instead of being woken by every job (a thread switch per
+#: search), and counts a batch's searches with one read and one write of their entries.
 QUIET_SECONDS = 0.2
 #: ... but writes at the latest this long after the first job it holds was queued.
 MAX_DELAY_SECONDS = 2.0
@@ -173,29 +174,51 @@ def _save(conn: sqlite3.Connection, entries: Iterable[RecallEntry]) -> None:
     )
 
 
-def _recall(entry: RecallEntry, job: _Job, qhash: str, hit: MemorySearchResult) -> None:
-    """Count one recall of ``entry`` by the query ``qhash`` at the job's time."""
-    same_day = bool(entry.recall_days) and entry.recall_days[-1] == job.day
+def _recall(entry: RecallEntry, when: _When, qhash: str, hit: MemorySearchResult) -> None:
+    """Count one recall of ``entry`` by the query ``qhash`` at ``when``."""
+    same_day = bool(entry.recall_days) and entry.recall_days[-1] == when.day
     entry.daily_count = entry.daily_count + 1 if same_day else 1
     entry.recall_count += 1
     entry.total_score += hit.score
     entry.max_score = max(entry.max_score, hit.score)
-    entry.last_recalled_at = job.now
+    entry.last_recalled_at = when.now
     snippet = bare_snippet(hit) or entry.snippet
     if snippet != entry.snippet or not entry.concept_tags:  # else its tags are this one's
         entry.concept_tags = concept_tags(hit.path, snippet) or entry.concept_tags
     entry.snippet = snippet
     entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
-    entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
+    entry.recall_days = _recent_distinct(entry.recall_days, when.day, MAX_RECALL_DAYS)
 
 
-class _Job(msgspec.Struct, frozen=True):
-    """One recording, applied by the writer thread: a search's hits or a read's lines."""
+class _When(msgspec.Struct, frozen=True):
+    """A recording's time: UTC ISO timestamp and local date."""
 
     now: str
     day: str
-    searches: list[tuple[str, dict[str, MemorySearchResult]]] = msgspec.field(default_factory=list)
-    read: tuple[str, int, int | None] | None = None
+
+    @classmethod
+    def of(cls, moment: datetime) -> _When:
+        utc = moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+        return cls(utc.replace("+00:00", "Z"), moment.date().isoformat())
+
+
+class _Searches(msgspec.Struct, frozen=True):
+    """Searches to count, as the caller gave them: the writer thread derives keys and hashes."""
+
+    moment: datetime
+    searches: list[tuple[str, list[MemorySearchResult]]]
+
+
+class _Read(msgspec.Struct, frozen=True):
+    """A read of ``path`` lines ``first``..``last`` (``None``: to the end) to ground."""
+
+    moment: datetime
+    path: str
+    first: int
+    last: int | None
+
+
+_Job = _Searches | _Read
 
 
 class RecallTracker:
@@ -219,9 +242,13 @@ class RecallTracker:
         self._conn: sqlite3.Connection | None = None
         self.last_error: str | None = None
         self._said: set[str] = set()
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()  # None: write now
-        self._pending = 0
-        self._idle = threading.Condition()
+        self._idle = threading.Condition()  # guards the fields below; notified per write
+        self._queued: list[_Job] = []
+        self._pending = 0  # queued or being written
+        self._submitted = 0  # ever queued: the writer sees whether the queue was quiet
+        self._first_at = 0.0  # monotonic time the oldest queued job was queued
+        self._wake = threading.Event()  # set when a job lands in an empty queue, or on flush
+        self._now_please = threading.Event()  # set by flush: write without waiting
         self._writer: threading.Thread | None = None
 
     @classmethod
@@ -293,42 +320,49 @@ class RecallTracker:
     # -- the writer thread ------------------------------------------------------------------
 
     def _submit(self, job: _Job) -> None:
+        """Queue ``job`` without waking the writer unless the queue was empty: a search pays
+        for a list append, not for a thread switch."""
         with self._idle:
             self._pending += 1
+            self._submitted += 1
+            self._queued.append(job)
+            if len(self._queued) == 1:
+                self._first_at = time.monotonic()
+                self._wake.set()
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(
                     target=self._write_loop, name="memwell-recall-tracking", daemon=True
                 )
                 self._writer.start()
                 atexit.register(self.flush)
-        self._jobs.put(job)
 
-    def _gather(self) -> list[_Job]:
-        """The next jobs to write: until the queue is quiet, the delay is up or a flush."""
-        first = self._jobs.get()
-        if first is None:
-            return []
-        jobs = [first]
-        deadline = time.monotonic() + MAX_DELAY_SECONDS
-        while (remaining := deadline - time.monotonic()) > 0:
-            try:
-                job = self._jobs.get(timeout=min(QUIET_SECONDS, remaining))
-            except queue.Empty:
+    def _take(self) -> list[_Job]:
+        """The queued jobs, once the queue has been quiet for :data:`QUIET_SECONDS`, the
+        oldest has waited :data:`MAX_DELAY_SECONDS` or a flush asks for them."""
+        self._wake.wait()
+        while not self._now_please.is_set():
+            with self._idle:
+                seen = self._submitted
+                remaining = self._first_at + MAX_DELAY_SECONDS - time.monotonic()
+            if remaining <= 0 or self._now_please.wait(min(QUIET_SECONDS, remaining)):
                 break
-            if job is None:
-                break
-            jobs.append(job)
+            with self._idle:
+                if self._submitted == seen:
+                    break
+        with self._idle:
+            self._wake.clear()
+            self._now_please.clear()
+            jobs, self._queued = self._queued, []
         return jobs
 
     def _write_loop(self) -> None:
         while True:
-            jobs = self._gather()
+            jobs = self._take()
             if not jobs:
                 continue
             try:
                 with self._transaction() as conn:
-                    for job in jobs:
-                        self._apply(conn, job)
+                    self._apply(conn, jobs)
             except Exception as exc:
                 self._failed("recording", exc)
             with self._idle:
@@ -340,16 +374,12 @@ class RecallTracker:
         with self._idle:
             if self._pending == 0:
                 return True
-        self._jobs.put(None)
+        self._now_please.set()
+        self._wake.set()
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     # -- recording --------------------------------------------------------------------------
-
-    def _now(self) -> tuple[str, str]:
-        now = self._clock()
-        utc = now.astimezone(timezone.utc).isoformat(timespec="milliseconds")
-        return utc.replace("+00:00", "Z"), now.date().isoformat()
 
     def record_search(self, query: str, results: Iterable[MemorySearchResult]) -> None:
         """Count one recall of each hit of ``query`` (never raises, never waits)."""
@@ -357,16 +387,9 @@ class RecallTracker:
 
     def record_searches(self, searches: Iterable[tuple[str, Iterable[MemorySearchResult]]]) -> None:
         """:meth:`record_search` for each ``(query, hits)``."""
-        batch = [
-            (
-                query_hash(query),
-                {entry_key(r.source, r.path, r.start_line, r.end_line): r for r in hits},
-            )
-            for query, hits in searches
-            if query.strip()
-        ]
+        batch = [(query, list(hits)) for query, hits in searches if query.strip()]
         if any(hits for _, hits in batch):
-            self._submit(_Job(*self._now(), searches=batch))
+            self._submit(_Searches(self._clock(), batch))
 
     def record_read(self, result: ReadFileResult, from_line: int | None, lines: int | None) -> None:
         """Ground every recalled chunk of the read file whose lines the read overlaps."""
@@ -374,17 +397,30 @@ class RecallTracker:
             return
         first = from_line or 1
         last = first + lines - 1 if lines else None
-        self._submit(_Job(*self._now(), read=(result.path, first, last)))
+        self._submit(_Read(self._clock(), result.path, first, last))
 
-    def _apply(self, conn: sqlite3.Connection, job: _Job) -> None:
-        if job.searches:
-            self._recall_all(conn, job)
-        if job.read is not None:
-            self._ground(conn, job, *job.read)
+    def _apply(self, conn: sqlite3.Connection, jobs: Sequence[_Job]) -> None:
+        """Apply ``jobs`` in order, each run of searches with one read and one write."""
+        for is_read, run in itertools.groupby(jobs, key=lambda job: isinstance(job, _Read)):
+            if is_read:
+                for read in run:
+                    assert isinstance(read, _Read)
+                    self._ground(conn, read)
+            else:
+                self._recall_all(conn, [job for job in run if isinstance(job, _Searches)])
 
-    def _recall_all(self, conn: sqlite3.Connection, job: _Job) -> None:
-        """Count every hit of the job's searches: one read of their entries, one write."""
-        keys = list(dict.fromkeys(key for _, hits in job.searches for key in hits))
+    def _recall_all(self, conn: sqlite3.Connection, jobs: Sequence[_Searches]) -> None:
+        """Count every hit of the jobs' searches: one read of their entries, one write."""
+        counted = [
+            (
+                _When.of(job.moment),
+                query_hash(query),
+                {entry_key(r.source, r.path, r.start_line, r.end_line): r for r in hits},
+            )
+            for job in jobs
+            for query, hits in job.searches
+        ]
+        keys = list(dict.fromkeys(key for _, _, hits in counted for key in hits))
         entries: dict[str, RecallEntry] = {}
         for start in range(0, len(keys), _KEYS_PER_READ):
             part = keys[start : start + _KEYS_PER_READ]
@@ -393,7 +429,7 @@ class RecallTracker:
                 part,
             )
             entries.update((str(row[0]), RecallEntry._from_row(row)) for row in rows)
-        for qhash, hits in job.searches:
+        for when, qhash, hits in counted:
             for key, hit in hits.items():
                 entry = entries.get(key)
                 if entry is None:
@@ -404,31 +440,30 @@ class RecallTracker:
                         hit.end_line,
                         hit.source,
                         bare_snippet(hit),
-                        first_recalled_at=job.now,
+                        first_recalled_at=when.now,
                     )
-                _recall(entry, job, qhash, hit)
+                _recall(entry, when, qhash, hit)
         _save(conn, entries.values())
 
-    def _ground(
-        self, conn: sqlite3.Connection, job: _Job, path: str, first: int, last: int | None
-    ) -> None:
+    def _ground(self, conn: sqlite3.Connection, read: _Read) -> None:
+        when = _When.of(read.moment)
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM recalls WHERE path = ? AND end_line >= ?"
-            + (" AND start_line <= ?" if last is not None else ""),
-            (path, first) if last is None else (path, first, last),
+            + (" AND start_line <= ?" if read.last is not None else ""),
+            (read.path, read.first) if read.last is None else (read.path, read.first, read.last),
         ).fetchall()
         entries = [RecallEntry._from_row(row) for row in rows]
         for entry in entries:
             entry.total_score += entry.total_score / max(1, entry.signal_count)
             entry.grounded_count += 1
-            entry.last_recalled_at = job.now
-            entry.recall_days = _recent_distinct(entry.recall_days, job.day, MAX_RECALL_DAYS)
+            entry.last_recalled_at = when.now
+            entry.recall_days = _recent_distinct(entry.recall_days, when.day, MAX_RECALL_DAYS)
         _save(conn, entries)
 
     def mark_promoted(self, keys: Iterable[str]) -> None:
         """Record that these chunks were promoted into MEMORY.md now."""
         self.flush()
-        now, _ = self._now()
+        now = _When.of(self._clock()).now
         with self._transaction() as conn:
             conn.executemany(
                 "UPDATE recalls SET promoted_at = ? WHERE key = ?", [(now, k) for k in keys]
