@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import memwell_sqlite.manager
 import memwell_sqlite.plugin
@@ -205,24 +206,36 @@ def test_first_search_bootstraps_empty_index(open_ws: OpenFn, workspace: Path) -
     assert hits and hits[0].path == "memory/2026-01-02.md"
 
 
-def test_a_warm_search_reads_the_generation_pointer_once(
+def test_a_warm_search_looks_at_the_generation_pointer_once_without_reading_it(
     open_ws: OpenFn, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memwell_sqlite.layout import IndexDir
+    from memwell_sqlite.layout import POINTER, IndexDir
 
     # The recall cache reads the pointer too (the index's content version); off here.
     memory = open_ws(workspace, provider="none", cache={"recall": {"enabled": False}})
     memory.search("Zanzibar", min_score=0.0)  # bootstraps, opens the reader
-    reads: list[int] = []
-    original = IndexDir.current
+    looks: list[int] = []
+    reads: list[str] = []
+    original_current, original_read = IndexDir.current, Path.read_text
 
-    def counting(self: IndexDir) -> Path | None:
-        reads.append(1)
-        return original(self)
+    def counting(self: IndexDir, **kwargs: bool) -> Path | None:
+        looks.append(1)
+        return original_current(self, **kwargs)
+
+    def reading(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self.name == POINTER:
+            reads.append(str(self))
+        return original_read(self, *args, **kwargs)
 
     monkeypatch.setattr(IndexDir, "current", counting)
+    monkeypatch.setattr(Path, "read_text", reading)
     assert memory.search("Zanzibar codename", min_score=0.0)[0].path == "memory/2026-01-02.md"
-    assert len(reads) == 1, "the bootstrap check trusts the open, non-empty reader"
+    assert len(looks) == 1, "the bootstrap check trusts the open, non-empty reader"
+    assert reads == [], "an unchanged pointer is known by its stat"
+    before = memory.status().db_path
+    memory.sync(force=True)  # publishes a new generation: the pointer file is replaced
+    assert memory.search("Zanzibar codename", min_score=0.0)[0].path == "memory/2026-01-02.md"
+    assert memory.status().db_path not in (None, before)
 
 
 def test_status_fields(open_ws: OpenFn, workspace: Path) -> None:

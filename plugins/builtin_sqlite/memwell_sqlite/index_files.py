@@ -140,7 +140,7 @@ class PublishedIndex:
         that is still the published one can be taken for damaged.
         """
         for _ in range(5):
-            current = self.index_dir.current()
+            current = self.index_dir.current(cached=True)
             if self.reader is not None and current == self.reader.path:
                 return self.reader
             self.close_reader()

@@ -28,23 +28,37 @@ class IndexDir:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._last_read: tuple[tuple[int, int, int, int], str | None] | None = None
 
-    def _pointer(self) -> str | None:
+    def _pointer(self, *, cached: bool = False) -> str | None:
+        """The generation ``CURRENT`` names. ``cached``: the name read last, unless the file's
+        inode, size or times moved since (:meth:`publish` replaces the file, so every publish
+        moves them); a stat instead of an open and a read for every search."""
+        pointer = self.root / POINTER
         try:
-            name = (self.root / POINTER).read_text(encoding="utf-8").strip()
+            st = os.stat(pointer)
         except OSError:
             return None
-        if not name.startswith(PREFIX) or "/" in name or not name.endswith(SUFFIX):
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if cached and self._last_read is not None and self._last_read[0] == stamp:
+            return self._last_read[1]
+        try:
+            name: str | None = pointer.read_text(encoding="utf-8").strip()
+        except OSError:
             return None
+        if not name or not name.startswith(PREFIX) or "/" in name or not name.endswith(SUFFIX):
+            name = None
+        self._last_read = (stamp, name)
         return name
 
-    def current(self) -> Path | None:
+    def current(self, *, cached: bool = False) -> Path | None:
         """The published generation, or ``None`` before the first index.
 
         A writer may publish and delete the generation just read from the pointer, so a
-        missing file is only believed once the pointer reads the same twice.
+        missing file is only believed once the pointer reads the same twice. ``cached`` lets
+        the first read come from :meth:`_pointer`'s cache (readers; writers read afresh).
         """
-        name = self._pointer()
+        name = self._pointer(cached=cached)
         for _ in range(5):
             if name is None:
                 return None
