@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import inspect
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -96,9 +98,6 @@ def test_json_dump_round_trips_through_validate(
 )
 def test_settings_records_carry_evaluated_annotations(module: str) -> None:
     """Every command converts the settings: msgspec would compile a string annotation first."""
-    import importlib
-    import inspect
-
     mod = importlib.import_module(module)
     records = [
         obj

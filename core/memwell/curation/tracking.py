@@ -401,25 +401,31 @@ class RecallTracker:
 
     def _apply(self, conn: sqlite3.Connection, jobs: Sequence[_Job]) -> None:
         """Apply ``jobs`` in order, each run of searches with one read and one write."""
-        for is_read, run in itertools.groupby(jobs, key=lambda job: isinstance(job, _Read)):
-            if is_read:
-                for read in run:
-                    assert isinstance(read, _Read)
-                    self._ground(conn, read)
-            else:
-                self._recall_all(conn, [job for job in run if isinstance(job, _Searches)])
+        run: list[_Searches] = []
+        for job in jobs:
+            if isinstance(job, _Searches):
+                run.append(job)
+                continue
+            if run:
+                self._recall_all(conn, run)
+                run = []
+            self._ground(conn, job)
+        if run:
+            self._recall_all(conn, run)
 
     def _recall_all(self, conn: sqlite3.Connection, jobs: Sequence[_Searches]) -> None:
         """Count every hit of the jobs' searches: one read of their entries, one write."""
-        counted = [
-            (
-                _When.of(job.moment),
-                query_hash(query),
-                {entry_key(r.source, r.path, r.start_line, r.end_line): r for r in hits},
+        counted: list[tuple[_When, str, dict[str, MemorySearchResult]]] = []
+        for job in jobs:
+            when = _When.of(job.moment)
+            counted.extend(
+                (
+                    when,
+                    query_hash(query),
+                    {entry_key(r.source, r.path, r.start_line, r.end_line): r for r in hits},
+                )
+                for query, hits in job.searches
             )
-            for job in jobs
-            for query, hits in job.searches
-        ]
         keys = list(dict.fromkeys(key for _, _, hits in counted for key in hits))
         entries: dict[str, RecallEntry] = {}
         for start in range(0, len(keys), _KEYS_PER_READ):
