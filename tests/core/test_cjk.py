@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from memwell.retrieval.cjk import (
     is_cjk_char,
     segment_for_fts,
+    segment_for_fts_with_grams,
     segment_for_index,
     segment_query_terms,
-    split_index_token,
     split_query_token,
 )
 
@@ -162,14 +162,23 @@ def test_segment_for_fts_starts_one_token_per_cjk_occurrence(text: str) -> None:
     assert _non_cjk(segment_for_fts(text)).split() == _non_cjk(text).split()
 
 
-@given(MIXED)
+# U+FADA and U+D7FC are unassigned code points inside CJK blocks: no word characters.
+_WITH_UNASSIGNED = st.text(
+    alphabet=st.sampled_from(list(CJK_SAMPLE + "ab Z9_.\n\ufada\ud7fc")), max_size=40
+)
+
+
+@given(_WITH_UNASSIGNED)
 @settings(max_examples=300, deadline=None)
-def test_split_index_token_gives_the_index_segmentation_of_a_token(text: str) -> None:
-    """Apart: the pieces between CJK runs (no CJK character in them) and the runs' n-grams
-    (nothing but CJK), each in the order of the index segmentation."""
-    for token in re.findall(r"\w+", text):
-        segmented = re.findall(r"\w+", segment_for_index(token))
-        pieces, grams = split_index_token(token)
-        assert pieces == [t for t in segmented if not any(map(is_cjk_char, t))]
-        assert grams == [t for t in segmented if all(map(is_cjk_char, t))]
-        assert len(pieces) + len(grams) == len(segmented)
+def test_segment_for_fts_with_grams_gives_the_fts_text_and_the_words_n_grams(text: str) -> None:
+    """The text is segment_for_fts's; the n-grams are the CJK unigrams and bigrams of the text's
+    words, each word segmented as the index segments it (an unassigned code point ends a word,
+    and so a run)."""
+    fts_text, grams = segment_for_fts_with_grams(text)
+    assert fts_text == segment_for_fts(text)
+    assert grams == {
+        term
+        for word in re.findall(r"\w+", text)
+        for term in re.findall(r"\w+", segment_for_index(word))
+        if all(map(is_cjk_char, term))
+    }

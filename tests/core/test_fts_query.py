@@ -9,13 +9,14 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.retrieval.cjk import is_cjk_char, segment_for_index
+from memwell.retrieval.cjk import is_cjk_char, segment_for_fts, segment_for_index
 from memwell.retrieval.fts_query import (
     MAX_TERMS,
     FtsQuery,
     bm25_rank_to_score,
     build_fts_query,
     chunk_terms,
+    fts_text_and_terms,
     keyword_boost,
     query_terms,
 )
@@ -376,7 +377,7 @@ def test_keeping_drops_terms_but_never_empties_the_query() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(
-        alphabet=st.sampled_from(list("ab_ _Z中文字\u3042\n.\u1100\u1161\uf900e\u0301İ")),
+        alphabet=st.sampled_from(list("ab_ _Z中文字\u3042\n.\u1100\u1161\uf900e\u0301İΣー\ufada")),
         max_size=40,
     )
 )
@@ -384,8 +385,14 @@ def test_chunk_terms_are_the_distinct_tokens_without_underscore_only_ones(text: 
     """The index-time terms: every distinct token of the text normalised as a query is (NFC,
     lowercase) and then segmented, in order, except those FTS5 cannot match (underscores
     only); with or without an underscore anywhere. Decomposed Hangul, a compatibility
-    ideograph and a decomposed accent are in the alphabet: NFC changes them."""
+    ideograph and a decomposed accent are in the alphabet: NFC changes them; a capital sigma
+    lowercases by its neighbours (ー is case-ignorable), and U+FADA is an unassigned code point
+    in a CJK block. The FTS text is segment_for_fts's of the NFC text."""
     normalised = unicodedata.normalize("NFC", text).lower()
     expected = [t for t in dict.fromkeys(tokenize(segment_for_index(normalised))) if t.strip("_")]
     words = [t for t in expected if not any(map(is_cjk_char, t))]
     assert chunk_terms(text) == (" ".join(words), len(expected))
+    assert fts_text_and_terms(text) == (
+        segment_for_fts(unicodedata.normalize("NFC", text)),
+        chunk_terms(text),
+    )

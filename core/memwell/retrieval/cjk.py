@@ -73,6 +73,29 @@ def segment_for_fts(text: str) -> str:
     return text if text.isascii() else CJK_CHARS.sub(text, _fts_run)
 
 
+def segment_for_fts_with_grams(text: str) -> tuple[str, set[str]]:
+    """:func:`segment_for_fts` of ``text`` and the distinct unigrams and bigrams of its CJK
+    runs as a tokenizer of words sees them, each run's bigrams made once for both. (A run with
+    a character that is no word character, an unassigned code point in a CJK block, is two
+    words' runs.)"""
+    grams: set[str] = set()
+    if text.isascii():
+        return text, grams
+
+    def render(run: str) -> str:
+        bigrams = _bigrams(run)
+        if run.isalnum():
+            grams.update(run)
+            grams.update(bigrams)
+        else:
+            for part in "".join(ch if ch.isalnum() else " " for ch in run).split():
+                grams.update(part)
+                grams.update(_bigrams(part))
+        return f" {' '.join(bigrams)} {run[-1]} "
+
+    return CJK_CHARS.sub(text, render), grams
+
+
 def segment_for_index(text: str) -> str:
     """Replace every CJK run with its unigrams then its adjacent bigrams, space-separated.
 
@@ -107,20 +130,6 @@ def split_query_token(token: str) -> list[str]:
     return terms
 
 
-def split_index_token(token: str) -> tuple[list[str], list[str]]:
-    """``token``'s index terms (the tokens :func:`segment_for_index` makes of it) apart: the
-    text between its CJK runs, each piece whole, and the runs' unigrams then bigrams, in order:
-    ``"api接口v2"`` gives ``(["api", "v2"], ["接", "口", "接口"])``."""
-    pieces: list[str] = []
-    grams: list[str] = []
-    for piece, is_run in _pieces(token):
-        if is_run:
-            grams.extend(_index_terms(piece))
-        else:
-            pieces.append(piece)
-    return pieces, grams
-
-
 def _pieces(token: str) -> Iterator[tuple[str, bool]]:
     """``token`` cut into its CJK runs and the text between them: (piece, is a CJK run)."""
     end = 0
@@ -131,10 +140,6 @@ def _pieces(token: str) -> Iterator[tuple[str, bool]]:
         end = stop
     if end < len(token):
         yield token[end:], False
-
-
-def _index_terms(run: str) -> list[str]:
-    return [*run, *_bigrams(run)]
 
 
 def _run_terms(run: str) -> list[str]:

@@ -9,8 +9,13 @@ from typing import NamedTuple
 
 import msgspec
 
-from memwell.retrieval.cjk import is_cjk_char, split_index_token, split_query_token
-from memwell.retrieval.keywords import tokenize
+from memwell.retrieval.cjk import (
+    CJK_CHARS,
+    is_cjk_char,
+    segment_for_fts_with_grams,
+    split_query_token,
+)
+from memwell.retrieval.keywords import TOKEN_RE, tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 
 MAX_TERMS = 64
@@ -181,21 +186,29 @@ def chunk_terms(text: str) -> ChunkTerms:
     """The :class:`ChunkTerms` of a chunk's text. The text is normalised as a query is (NFC,
     lowercase), then each CJK run becomes its unigrams and bigrams; words keep the order of
     their first appearance."""
-    words: list[str] = []
-    grams: set[str] = set()
-    for token in tokenize(text):
-        if token.isascii():  # no CJK run in it
-            words.append(token)
-        else:
-            pieces, token_grams = split_index_token(token)
-            words.extend(pieces)
-            grams.update(token_grams)
+    return fts_text_and_terms(text)[1]
+
+
+def fts_text_and_terms(text: str) -> tuple[str, ChunkTerms]:
+    """What a chunk's ``text`` is indexed as for keyword search: its NFC text with CJK runs
+    segmented (:func:`~memwell.retrieval.cjk.segment_for_fts`) and its :func:`chunk_terms`,
+    from one pass over its CJK runs."""
+    nfc = unicodedata.normalize("NFC", text)
+    fts_text, grams = segment_for_fts_with_grams(nfc)
+    lowered = nfc.lower()  # before the runs are blanked: a sigma's case looks at neighbours
+    # Blanking the CJK runs leaves the words and the pieces of words between runs.
+    words = TOKEN_RE.findall(CJK_CHARS.sub(lowered, _blank) if grams else lowered)
     distinct = dict.fromkeys(words)
     joined = " ".join(distinct)
     # Only a term with an underscore can be underscore-only: most chunks have none to drop.
     if "_" in joined:
         joined = " ".join(_searchable(distinct))
-    return ChunkTerms(joined, joined.count(" ") + 1 + len(grams) if joined else len(grams))
+    count = joined.count(" ") + 1 + len(grams) if joined else len(grams)
+    return fts_text, ChunkTerms(joined, count)
+
+
+def _blank(run: str) -> str:
+    return " "
 
 
 class BoostTerms(NamedTuple):

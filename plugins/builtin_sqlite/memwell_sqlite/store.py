@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,14 +12,13 @@ import msgspec
 from memwell import sqlite_errors
 from memwell.lazy_import import lazy_module
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.cjk import segment_for_fts
 from memwell.retrieval.file_similarity import mean_vector
 from memwell.retrieval.fts_query import (
     ChunkTerms,
     FtsQuery,
     bm25_rank_to_score,
-    chunk_terms,
     fts_phrase,
+    fts_text_and_terms,
 )
 
 from .driver import DriverInfo, connect
@@ -36,11 +34,11 @@ META_KEY = "memwell_index_meta_v1"
 FTS_DAMAGED = "FTS table damaged"
 SCHEMA_VERSION = 4
 """2: ``chunks.terms`` (the chunk's keyword-boost terms, computed at index time); 3: CJK runs in
-the FTS table as bigrams and each run's last character (:func:`segment_for_fts`), of the NFC
-text; 4: ``chunks.terms`` and ``chunks.term_count`` are the chunk's :class:`ChunkTerms` (words
-only, and the count of every distinct term)."""
+the FTS table as bigrams and each run's last character (``memwell.retrieval.cjk``'s
+``segment_for_fts``), of the NFC text; 4: ``chunks.terms`` and ``chunks.term_count`` are the
+chunk's :class:`ChunkTerms` (words only, and the count of every distinct term)."""
 
-#: The first schema whose FTS text is :func:`segment_for_fts`'s.
+#: The first schema whose FTS text is ``segment_for_fts``'s.
 CJK_PREFIX_SCHEMA = 3
 #: The first schema whose chunks store their :class:`ChunkTerms`.
 CHUNK_TERMS_SCHEMA = 4
@@ -124,7 +122,7 @@ class IndexStore:
         self.has_terms = (version is None or version >= CHUNK_TERMS_SCHEMA) and any(
             row[1] == "term_count" for row in self.conn.execute("PRAGMA table_info(chunks)")
         )
-        #: Whether the FTS text holds CJK runs as :func:`segment_for_fts` writes them (schema 3
+        #: Whether the FTS text holds CJK runs as ``segment_for_fts`` writes them (schema 3
         #: on), so a one-character CJK term is a prefix query; an older index (every unigram
         #: and bigram) is searched with plain terms until the next sync rebuilds it.
         self.cjk_prefixes = version is None or version >= CJK_PREFIX_SCHEMA
@@ -278,6 +276,7 @@ class IndexStore:
         self._delete_chunks(path, source)
         now = int(time.time() * 1000)
         for chunk in chunks:
+            fts_text, terms = fts_text_and_terms(chunk.text)
             blob = (
                 chunk.embedding.astype(np.float32).tobytes()
                 if chunk.embedding is not None
@@ -298,14 +297,13 @@ class IndexStore:
                     chunk.text,
                     blob,
                     now,
-                    *chunk_terms(chunk.text),
+                    *terms,
                 ),
             )
             rowid = cur.lastrowid
             if self.fts_available:
-                text = chunk.text
-                if self.tokenizer == "unicode61":  # NFC as queries and the chunk's terms are
-                    text = segment_for_fts(unicodedata.normalize("NFC", chunk.text))
+                # unicode61 gets the NFC text, as queries and the chunk's terms are, segmented
+                text = fts_text if self.tokenizer == "unicode61" else chunk.text
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
