@@ -55,6 +55,7 @@ def test_runs_and_presence_are_the_regexs_on_short_and_long_texts(body: str, tex
     for piece in (text[:10], text[:200]):  # under and over SCAN_LIMIT
         assert list(chars.runs(piece)) == [m.span() for m in run.finditer(piece)]
         assert chars.found_in(piece) == (run.search(piece) is not None)
+        assert chars.blank(piece) == run.sub(" ", piece)
 
 
 @given(TEXTS)

@@ -93,6 +93,13 @@ class CharClass:
         if start >= 0:
             yield start, len(text)
 
+    def blank(self, text: str) -> str:
+        """``text`` with each maximal run of the class's characters replaced by a space (by
+        the regex alone, with no call per run, once it is compiled)."""
+        if self._by_regex(text):
+            return self._run.sub(" ", text)
+        return self.sub(text, _space)
+
     def sub(self, text: str, render: Callable[[str], str]) -> str:
         """``text`` with each maximal run of the class's characters replaced by
         ``render(run)``."""
@@ -105,3 +112,7 @@ class CharClass:
             end = stop
         parts.append(text[end:])
         return "".join(parts)
+
+
+def _space(run: str) -> str:
+    return " "

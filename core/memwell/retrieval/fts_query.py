@@ -197,7 +197,7 @@ def fts_text_and_terms(text: str) -> tuple[str, ChunkTerms]:
     fts_text, grams = segment_for_fts_with_grams(nfc)
     lowered = nfc.lower()  # before the runs are blanked: a sigma's case looks at neighbours
     # Blanking the CJK runs leaves the words and the pieces of words between runs.
-    words = TOKEN_RE.findall(CJK_CHARS.sub(lowered, _blank) if grams else lowered)
+    words = TOKEN_RE.findall(CJK_CHARS.blank(lowered) if grams else lowered)
     distinct = dict.fromkeys(words)
     joined = " ".join(distinct)
     # Only a term with an underscore can be underscore-only: most chunks have none to drop.
@@ -205,10 +205,6 @@ def fts_text_and_terms(text: str) -> tuple[str, ChunkTerms]:
         joined = " ".join(_searchable(distinct))
     count = joined.count(" ") + 1 + len(grams) if joined else len(grams)
     return fts_text, ChunkTerms(joined, count)
-
-
-def _blank(run: str) -> str:
-    return " "
 
 
 class BoostTerms(NamedTuple):
