@@ -1,4 +1,5 @@
-"""FTS segments: a bulk write is merged into one b-tree afterwards, a small sync is not."""
+"""FTS segments: a bulk write, and any write to a small index, is merged into one b-tree
+afterwards; a small sync to a large index is left to FTS5."""
 
 from __future__ import annotations
 
@@ -43,9 +44,10 @@ def test_a_first_index_of_many_transactions_is_merged(
     merged: bool,
 ) -> None:
     # Ten chunks a transaction: the index is written as about 30 FTS segments. The control
-    # case (no merge) shows that the check sees them.
+    # case (no merge, and no index counts as small) shows that the check sees them.
     monkeypatch.setattr(indexer, "FTS_ONLY_CHUNKS_PER_TXN", 10)
     monkeypatch.setattr(indexer, "MERGE_MIN_CHUNKS", min_chunks)
+    monkeypatch.setattr(indexer, "SMALL_INDEX_CHUNKS", 0)
     memory = open_ws(_workspace(tmp_path / "ws", 300), provider="none")
     memory.sync()
     db = memory.status().db_path
@@ -56,9 +58,16 @@ def test_a_first_index_of_many_transactions_is_merged(
     ]
 
 
-def test_a_small_sync_leaves_the_merge_to_fts5(
-    open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("small_index", "merged"), [(300, True), (298, False)])
+def test_an_edit_is_merged_in_a_small_index_and_left_to_fts5_in_a_large_one(
+    open_ws: OpenFn,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    small_index: int,
+    merged: bool,
 ) -> None:
+    # The index holds 300 chunks, then 299: small for a bound of 300 chunks, large for 298.
+    monkeypatch.setattr(indexer, "SMALL_INDEX_CHUNKS", small_index)
     ws = _workspace(tmp_path / "ws", 300)
     memory = open_ws(ws, provider="none")
     calls: list[int] = []
@@ -71,10 +80,19 @@ def test_a_small_sync_leaves_the_merge_to_fts5(
     monkeypatch.setattr(IndexStore, "merge_keyword_index", spy)
     memory.sync()
     assert calls == [300], "the first index is merged once"
-    (ws / "memory" / "note-007.md").write_text("# Note 7\n\nThe otter7 service moved.\n")
     memory.sync()
-    assert calls == [300], "a one-file edit is not worth rewriting the FTS index"
+    assert calls == [300], "a sync that wrote nothing merges nothing"
+    for i in (7, 8):  # two edits, two syncs: at least two segments beside the first one
+        (ws / "memory" / f"note-{i:03d}.md").write_text(f"# Note {i}\n\nThe otter{i} moved.\n")
+        memory.sync()
+    assert calls == [300, 300, 300] if merged else [300]
+    db = memory.status().db_path
+    assert db is not None
+    assert _merged(db) is merged
     assert [h.path for h in memory.search("otter7", min_score=0.0)] == ["memory/note-007.md"]
+    (ws / "memory" / "note-009.md").unlink()
+    memory.sync()
+    assert len(calls) == (4 if merged else 1), "a removal writes to the FTS index too"
 
 
 def test_keyword_only_transactions_hold_up_to_1024_files() -> None:
