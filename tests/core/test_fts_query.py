@@ -14,6 +14,9 @@ from memwell.retrieval.fts_query import (
     MAX_TERMS,
     FtsQuery,
     bm25_rank_to_score,
+    boost_looking_for,
+    boost_terms,
+    boosted_score,
     build_fts_query,
     chunk_terms,
     fts_text_and_terms,
@@ -358,6 +361,42 @@ def test_keyword_boost_from_stored_terms_equals_the_set_formula(
     assert keyword_boost(query_terms(query), text, path, stored) == pytest.approx(
         _boost_by_sets(query, text, path)
     )
+
+
+@given(
+    _MIXED,
+    _MIXED,
+    st.text(alphabet="ab北/.md", max_size=12),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_boosted_score_is_the_capped_sum_whether_or_not_it_looks_for_n_grams(
+    query: str, text: str, path: str, text_score: float
+) -> None:
+    looking = boost_terms(query_terms(query))
+    stored = chunk_terms(text)
+    assert boosted_score(looking, text_score, text, path, stored) == min(
+        1.0, text_score + boost_looking_for(looking, text, path, stored)
+    )
+
+
+def test_a_boosted_score_skips_the_n_grams_only_when_the_cap_is_reached() -> None:
+    looking = boost_terms(query_terms("北京 上海"))
+    text = "北京" * 100  # long enough for the whole length boost (0.18)
+
+    class Text(str):
+        """A chunk text that records whether the n-grams were looked for in it."""
+
+        scanned = False
+
+        def __contains__(self, key: object) -> bool:
+            Text.scanned = True
+            return super().__contains__(key)  # type: ignore[operator]
+
+    assert boosted_score(looking, 0.9, Text(text), "memory/x.md") == 1.0
+    assert not Text.scanned
+    assert boosted_score(looking, 0.5, Text(text), "memory/x.md") < 1.0
+    assert Text.scanned
 
 
 def test_chunk_terms_are_distinct_in_first_seen_order() -> None:

@@ -255,17 +255,51 @@ def boost_looking_for(
 ) -> float:
     """:func:`keyword_boost` of the query's :func:`boost_terms` (each looked-for term costs a
     scan of the chunk's words or text)."""
+    return _boost(query, text, path, terms_of_text, None)
+
+
+def boosted_score(
+    query: BoostTerms,
+    text_score: float,
+    text: str,
+    path: str,
+    terms_of_text: ChunkTerms | None = None,
+) -> float:
+    """A keyword-only hit's score, ``min(1, text_score + boost_looking_for(...))``. The CJK
+    n-grams are not looked for when the rest of the boost already takes the score to 1: finding
+    more terms could only raise a boost that the cap drops."""
+    return min(1.0, text_score + _boost(query, text, path, terms_of_text, text_score))
+
+
+def _boost(
+    query: BoostTerms,
+    text: str,
+    path: str,
+    terms_of_text: ChunkTerms | None,
+    text_score: float | None,
+) -> float:
+    """The boost; with ``text_score``, the n-grams are skipped when ``text_score`` plus the
+    boost without them reaches 1 (the boost grows with every term found)."""
     if terms_of_text is None:
         terms_of_text = chunk_terms(text)
     words, distinct = terms_of_text
+    terms = query.terms
     # map(str.__contains__) rather than generators: this runs for every candidate of a search
     overlap = sum(map(f" {words} ".__contains__, query.words)) if query.words and words else 0
-    if query.grams:
+    path_part = 0.18 * sum(map(path.lower().__contains__, terms))
+    length_part = min(len(text) / 160, 0.18)
+    if query.grams and (
+        text_score is None
+        or text_score + _share(overlap, terms, distinct, path_part, length_part) < 1.0
+    ):
         nfc = text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
         overlap += sum(map(nfc.__contains__, query.grams))
-    terms = query.terms
+    return _share(overlap, terms, distinct, path_part, length_part)
+
+
+def _share(
+    overlap: int, terms: frozenset[str], distinct: int, path_part: float, length_part: float
+) -> float:
     coverage = overlap / len(terms) if terms else 0.0
     density = overlap / distinct if distinct else 0.0
-    path_hits = sum(map(path.lower().__contains__, terms))
-    boost = 0.45 * coverage + 0.2 * density + 0.18 * path_hits + min(len(text) / 160, 0.18)
-    return min(1.0, boost)
+    return min(1.0, 0.45 * coverage + 0.2 * density + path_part + length_part)

@@ -15,7 +15,7 @@ from .candidate import Candidate
 from .date_match import boost_dates
 from .decay import apply_temporal_decay
 from .dialogue import dialogue_weights
-from .fts_query import boost_looking_for, boost_terms, query_terms
+from .fts_query import boost_terms, boosted_score, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from .mmr import mmr_rerank
 
@@ -110,13 +110,12 @@ def rank_keyword_only(
 
     Used for FTS hits and for file-scan hits alike, so both rank the same way. ``absent``
     gives, of the query's terms, those the index holds in no chunk: they are not looked for
-    in each hit (:func:`~memwell.retrieval.fts_query.boost_looking_for`).
+    in each hit (:func:`~memwell.retrieval.fts_query.boosted_score`).
     """
     terms = query_terms(query)  # once per query, not per candidate
     looking = boost_terms(terms, absent(terms) if absent is not None else ())
     boosted = [
-        c.with_score(min(1.0, c.text_score + boost_looking_for(looking, c.text, c.path, c.terms)))
-        for c in hits
+        c.with_score(boosted_score(looking, c.text_score, c.text, c.path, c.terms)) for c in hits
     ]
     return keyword_floor(
         rank_candidates(boosted, hybrid, mtime_of=mtime_of, query=query), min_score, max_results
