@@ -490,15 +490,17 @@ class SqliteMemoryManager(MemoryBackend):
         with self.files.lock:
             store = self.files.reader_store()
             if store is not None and matrix is not None:
-                found = self._hybrid_many(store, texts, matrix, limit, floor, sources)
+                with store.stats_checked_once():
+                    found = self._hybrid_many(store, texts, matrix, limit, floor, sources)
                 mode = "hybrid" if store.fts_available else "vector-only"
             elif store is not None and store.fts_available:
-                found = [
-                    self.searcher.keyword_only(
-                        store, t, max_results=limit, min_score=floor, sources=sources
-                    )
-                    for t in texts
-                ]
+                with store.stats_checked_once():
+                    found = [
+                        self.searcher.keyword_only(
+                            store, t, max_results=limit, min_score=floor, sources=sources
+                        )
+                        for t in texts
+                    ]
             if store is not None and store.fts_error and store.fts_error.startswith(FTS_DAMAGED):
                 self._background_sync("fts-repair", force=True)  # a new generation, fresh FTS
             if store is None or not store.fts_available:
@@ -541,8 +543,7 @@ class SqliteMemoryManager(MemoryBackend):
             if store is not self._versioned_store:
                 self._versioned_store = store
                 self._reader_opens += 1
-            data_version = store.conn.execute("PRAGMA data_version").fetchone()[0]
-            return f"{store.path.name}:{self._reader_opens}:{data_version}"
+            return f"{store.path.name}:{self._reader_opens}:{store.data_version()}"
 
     def query_embedder(self) -> QueryVectors | None:
         """The query vectors this manager's searches use (``None`` in keyword-only mode)."""

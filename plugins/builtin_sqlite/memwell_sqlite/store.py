@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,7 @@ class IndexStore:
         self.fts_error: str | None = None
         self._stats_version = -1
         self._stats: dict[str, int] = {}
+        self._stats_pinned = False
         if read_only:
             self._connect_read_only(vector_enabled, extension_path)
         else:
@@ -580,13 +582,33 @@ class IndexStore:
         }
         return [(r, by_rowid[r]) for r in rowids if r in by_rowid]
 
+    def data_version(self) -> int:
+        """SQLite's ``data_version`` of this connection, which moves whenever another
+        connection commits; within :meth:`stats_checked_once`, the one read at its start."""
+        if self._stats_pinned:
+            return self._stats_version
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
     def _stats_cache(self) -> dict[str, int]:
         """Per-snapshot cache: cleared whenever another connection commits."""
-        version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        version = self.data_version()
         if version != self._stats_version:
             self._stats_version = version
             self._stats = {}
         return self._stats
+
+    @contextmanager
+    def stats_checked_once(self) -> Iterator[None]:
+        """Within, :meth:`data_version` is read once instead of at every use, and with it the
+        per-snapshot statistics (:meth:`chunk_total`, :meth:`doc_frequencies`) and the vector
+        matrix are checked once: one search's reads share them, and a commit made meanwhile
+        is seen by the next search."""
+        self._stats_cache()
+        pinned, self._stats_pinned = self._stats_pinned, True
+        try:
+            yield
+        finally:
+            self._stats_pinned = pinned
 
     def doc_frequencies(self, terms: Sequence[str], cap: int) -> dict[str, int]:
         """How many chunks match each quoted term, counting at most ``cap`` (cached)."""

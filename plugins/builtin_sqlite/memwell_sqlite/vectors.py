@@ -59,8 +59,7 @@ class VectorIndex:
         return "numpy"
 
     def _matrix_for(self, store: IndexStore, model: str, generation: int) -> tuple[Any, Matrix]:
-        version = store.conn.execute("PRAGMA data_version").fetchone()[0]
-        key = (str(store.path), version, generation, model)
+        key = (str(store.path), store.data_version(), generation, model)
         with self._lock:
             if key != self._key or self._loaded is None:
                 self._loaded = store.load_vectors(model)
