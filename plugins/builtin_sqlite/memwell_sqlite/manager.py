@@ -490,11 +490,11 @@ class SqliteMemoryManager(MemoryBackend):
         with self.files.lock:
             store = self.files.reader_store()
             if store is not None and matrix is not None:
-                with store.stats_checked_once():
+                with store.one_snapshot():
                     found = self._hybrid_many(store, texts, matrix, limit, floor, sources)
                 mode = "hybrid" if store.fts_available else "vector-only"
             elif store is not None and store.fts_available:
-                with store.stats_checked_once():
+                with store.one_snapshot():
                     found = [
                         self.searcher.keyword_only(
                             store, t, max_results=limit, min_score=floor, sources=sources

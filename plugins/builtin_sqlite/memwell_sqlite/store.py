@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 from memwell import sqlite_errors
@@ -89,6 +89,35 @@ class FileState(msgspec.Struct, frozen=True):
     size: int
 
 
+#: A reader keeps decoded chunk rows between searches up to this many characters of chunk
+#: text (a few megabytes), for the snapshot they were read in (:meth:`IndexStore._chunk_rows`).
+ROW_CACHE_CHARS = 1_000_000
+
+
+class _Row(NamedTuple):
+    """A chunk as a keyword search reads it, decoded once per snapshot."""
+
+    id: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    terms: ChunkTerms | None
+
+    def candidate(self, text_score: float) -> Candidate:
+        return Candidate(
+            id=self.id,
+            path=self.path,
+            source=self.source,
+            start_line=self.start_line,
+            end_line=self.end_line,
+            text=self.text,
+            text_score=text_score,
+            terms=self.terms,
+        )
+
+
 class IndexStore:
     """A connection to one index file plus the SQL memwell runs on it."""
 
@@ -109,6 +138,8 @@ class IndexStore:
         self._stats_version = -1
         self._stats: dict[str, int] = {}
         self._stats_pinned = False
+        self._rows: dict[int, _Row] = {}
+        self._row_chars = 0
         if read_only:
             self._connect_read_only(vector_enabled, extension_path)
         else:
@@ -251,6 +282,8 @@ class IndexStore:
         return {path: FileState(h, m, s) for path, h, m, s in rows}
 
     def _delete_chunks(self, path: str, source: str) -> None:
+        # Its own writes do not move this connection's data_version: the decoded rows go now.
+        self._forget_rows()
         rowids = [
             r[0]
             for r in self.conn.execute(
@@ -441,44 +474,63 @@ class IndexStore:
     ) -> list[Candidate]:
         """BM25 over the FTS table; ``text_score`` is the spec's rank-to-score mapping.
 
-        The ``prefetch`` best rows are picked before the join, so the cost of the join does not
+        The ``prefetch`` best rows are ranked first, so the cost of reading chunks does not
         grow with how many rows match an OR query; ``prefetch`` should exceed ``limit`` when
-        ``sources`` filters. SQLite's own sorter picks them (``bm25()``, ties by rowid) into a
-        materialised table: FTS5's ``ORDER BY rank`` runs a nested statement of its own, 40%
-        slower for a few dozen matching rows and for twenty thousand alike.
+        ``sources`` filters. SQLite's own sorter picks them (``bm25()``, ties by rowid): FTS5's
+        ``ORDER BY rank`` runs a nested statement of its own, 40% slower for a few dozen
+        matching rows and for twenty thousand alike. Their chunks come from the rows decoded
+        for earlier searches of the same snapshot (:meth:`_chunk_rows`).
         """
         if not self.fts_available:
             return []
+        if query.match and not query.like_terms:
+            try:
+                with self.one_snapshot():
+                    ranked = self.conn.execute(
+                        "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts "
+                        "MATCH ? ORDER BY 2, rowid LIMIT ?",
+                        (query.match, max(limit, prefetch or limit)),
+                    ).fetchall()
+                    rows = self._chunk_rows([rowid for rowid, _ in ranked])
+            except Exception as exc:
+                if self._fts_broken(exc):
+                    return []
+                raise
+            wanted = set(sources)
+            found: list[Candidate] = []
+            for rowid, rank in ranked:
+                row = rows.get(rowid)
+                if row is not None and row.source in wanted:
+                    found.append(row.candidate(bm25_rank_to_score(float(rank))))
+                    if len(found) == limit:
+                        break
+            return found
+        return self._keyword_search_like(query, limit, sources)
+
+    def _keyword_search_like(
+        self, query: FtsQuery, limit: int, sources: Sequence[str]
+    ) -> list[Candidate]:
+        """:meth:`keyword_search` of a query with LIKE terms (trigram tokenizer) or none."""
         src_marks = ",".join("?" * len(sources))
         terms = "c.terms, c.term_count" if self.has_terms else "NULL, NULL"
         columns = "c.id, c.path, c.source, c.start_line, c.end_line, c.text"
         params: list[Any] = []
-        if query.match and not query.like_terms:
+        if query.match:
             sql = (
-                "WITH top AS MATERIALIZED (SELECT rowid, bm25(chunks_fts) AS bm25 FROM chunks_fts "
-                "WHERE chunks_fts MATCH ? ORDER BY bm25, rowid LIMIT ?) "
-                f"SELECT {columns}, top.bm25, {terms} "
-                "FROM top JOIN chunks c ON c.rowid = top.rowid "
-                f"WHERE c.source IN ({src_marks}) ORDER BY top.bm25, top.rowid LIMIT ?"
+                f"SELECT {columns}, f.rank, {terms} "
+                "FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                "WHERE chunks_fts MATCH ?"
             )
-            params = [query.match, max(limit, prefetch or limit), *sources, limit]
+            params.append(query.match)
         else:
-            if query.match:
-                sql = (
-                    f"SELECT {columns}, f.rank, {terms} "
-                    "FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
-                    "WHERE chunks_fts MATCH ?"
-                )
-                params.append(query.match)
-            else:
-                sql = f"SELECT {columns}, 0.0, {terms} FROM chunks c WHERE 1 = 1"
-            for term in query.like_terms:
-                sql += " AND c.text LIKE ? ESCAPE '\\'"
-                params.append(term)
-            sql += f" AND c.source IN ({src_marks})"
-            params.extend(sources)
-            sql += " ORDER BY 7 ASC LIMIT ?" if query.match else " LIMIT ?"
-            params.append(limit)
+            sql = f"SELECT {columns}, 0.0, {terms} FROM chunks c WHERE 1 = 1"
+        for term in query.like_terms:
+            sql += " AND c.text LIKE ? ESCAPE '\\'"
+            params.append(term)
+        sql += f" AND c.source IN ({src_marks})"
+        params.extend(sources)
+        sql += " ORDER BY 7 ASC LIMIT ?" if query.match else " LIMIT ?"
+        params.append(limit)
         try:
             rows = self.conn.execute(sql, params).fetchall()
         except Exception as exc:
@@ -498,6 +550,30 @@ class IndexStore:
             )
             for cid, path, src, s, e, text, rank, words, count in rows
         ]
+
+    def _chunk_rows(self, rowids: Sequence[int]) -> dict[int, _Row]:
+        """The chunks ``rowids`` (those that exist), decoded once per snapshot: a reader keeps
+        up to :data:`ROW_CACHE_CHARS` characters of chunk text between searches, so a chunk
+        found again is not read and decoded again (call within :meth:`one_snapshot`)."""
+        self._stats_cache()  # drops the rows of an older snapshot
+        cached = self._rows
+        missing = [rowid for rowid in rowids if rowid not in cached]
+        if missing:
+            terms = "terms, term_count" if self.has_terms else "NULL, NULL"
+            marks = ",".join("?" * len(missing))
+            fetched = self.conn.execute(
+                f"SELECT rowid, id, path, source, start_line, end_line, text, {terms} "
+                f"FROM chunks WHERE rowid IN ({marks})",
+                missing,
+            ).fetchall()
+            if self._row_chars > ROW_CACHE_CHARS:
+                self._forget_rows()
+                cached = self._rows
+            for rowid, cid, path, src, s, e, text, words, count in fetched:
+                chunk_terms = None if words is None else ChunkTerms(words, count)
+                cached[rowid] = _Row(cid, path, src, s, e, text, chunk_terms)
+                self._row_chars += len(text)
+        return {rowid: cached[rowid] for rowid in rowids if rowid in cached}
 
     def load_vectors(self, model: str) -> tuple[np.ndarray[Any, Any], Matrix]:
         """Every chunk vector of ``model`` as (rowids, unit float32 matrix)."""
@@ -584,7 +660,7 @@ class IndexStore:
 
     def data_version(self) -> int:
         """SQLite's ``data_version`` of this connection, which moves whenever another
-        connection commits; within :meth:`stats_checked_once`, the one read at its start."""
+        connection commits; within :meth:`one_snapshot`, the one read at its start."""
         if self._stats_pinned:
             return self._stats_version
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
@@ -595,20 +671,34 @@ class IndexStore:
         if version != self._stats_version:
             self._stats_version = version
             self._stats = {}
+            self._forget_rows()
         return self._stats
 
+    def _forget_rows(self) -> None:
+        self._rows = {}
+        self._row_chars = 0
+
     @contextmanager
-    def stats_checked_once(self) -> Iterator[None]:
-        """Within, :meth:`data_version` is read once instead of at every use, and with it the
-        per-snapshot statistics (:meth:`chunk_total`, :meth:`doc_frequencies`) and the vector
-        matrix are checked once: one search's reads share them, and a commit made meanwhile
-        is seen by the next search."""
-        self._stats_cache()
-        pinned, self._stats_pinned = self._stats_pinned, True
+    def one_snapshot(self) -> Iterator[None]:
+        """Within, every read sees one snapshot of the index (a read transaction, unless one
+        is open), and :meth:`data_version` is read once: the per-snapshot statistics
+        (:meth:`chunk_total`, :meth:`doc_frequencies`), the decoded chunk rows and the vector
+        matrix are checked against it once. One search's reads share them; a commit made
+        meanwhile is seen by the next search."""
+        if self._stats_pinned:
+            yield
+            return
+        began = not self.conn.in_transaction
+        if began:
+            self.conn.execute("BEGIN")
         try:
+            self._stats_cache()
+            self._stats_pinned = True
             yield
         finally:
-            self._stats_pinned = pinned
+            self._stats_pinned = False
+            if began:
+                self.conn.rollback()  # it only read
 
     def doc_frequencies(self, terms: Sequence[str], cap: int) -> dict[str, int]:
         """How many chunks match each quoted term, counting at most ``cap`` (cached)."""
