@@ -54,3 +54,77 @@ def test_a_search_reads_data_version_once_and_the_next_sees_another_connection_c
         writer.close()
     memory.search("otter3 river", min_score=0.0)
     assert store.chunk_total() == len(FILES) + 1
+
+
+def _reads_of_chunk_rows(store: Any, search: Callable[[], Any]) -> tuple[Any, int]:
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    try:
+        result = search()
+    finally:
+        store.conn.set_trace_callback(None)
+    return result, sum("FROM chunks WHERE rowid IN" in s for s in statements)
+
+
+def test_a_chunk_found_again_in_the_same_snapshot_is_not_read_again_and_an_edit_is_seen(
+    open_ws: OpenFn, tmp_path: Path
+) -> None:
+    ws = write_workspace(tmp_path / "ws", FILES)
+    memory: Any = open_ws(ws, provider="none", cache={"recall": {"enabled": False}})
+    memory.sync()
+    with memory.files.lock:
+        store = memory.files.reader_store()
+    # The note whose chunk has the highest rowid: rewritten, its new chunk takes the same rowid.
+    last = store.conn.execute("SELECT path FROM chunks ORDER BY rowid DESC LIMIT 1").fetchone()[0]
+    word = f"otter{last[len('memory/note-') : -len('.md')]}"
+    hits, reads = _reads_of_chunk_rows(store, lambda: memory.search(word, min_score=0.0))
+    assert [h.path for h in hits] == [last] and reads == 1
+    hits, reads = _reads_of_chunk_rows(store, lambda: memory.search(word, min_score=0.0))
+    assert [h.path for h in hits] == [last] and reads == 0
+    # A sync rewrites the note (another connection commits): its new text is read.
+    (ws / last).write_text(f"# Note\n\nThe {word} swam to the sea.\n")
+    memory.sync()
+    with memory.files.lock:
+        assert memory.files.reader_store() is store, "the same reader, a newer snapshot"
+    hits, reads = _reads_of_chunk_rows(store, lambda: memory.search(word, min_score=0.0))
+    assert "swam to the sea" in hits[0].snippet and reads == 1
+
+
+def test_a_store_forgets_its_decoded_rows_when_it_writes_chunks(tmp_path: Path) -> None:
+    from memwell.retrieval.fts_query import build_fts_query
+    from memwell_sqlite.store import ChunkRow, FileState, IndexStore
+
+    store = IndexStore(tmp_path / "index.sqlite")
+
+    def write(text: str) -> None:
+        with store.conn:
+            row = ChunkRow(id="c1", start_line=1, end_line=1, hash=text, text=text, embedding=None)
+            store.replace_file("memory/a.md", "memory", FileState(text, 0, 0), [row], "fts-only")
+
+    query = build_fts_query("heron")
+    assert query is not None
+    write("a grey heron waits")
+    assert [c.text for c in store.keyword_search(query, 5, ["memory"])] == ["a grey heron waits"]
+    write("a white heron flies")  # its own commit does not move its data_version
+    assert [c.text for c in store.keyword_search(query, 5, ["memory"])] == ["a white heron flies"]
+    store.close()
+
+
+def test_the_decoded_rows_are_bounded(
+    open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memwell_sqlite.store as store_module
+
+    monkeypatch.setattr(store_module, "ROW_CACHE_CHARS", 1)  # any row fills it
+    memory: Any = open_ws(
+        write_workspace(tmp_path / "ws", FILES),
+        provider="none",
+        cache={"recall": {"enabled": False}},
+    )
+    memory.sync()
+    with memory.files.lock:
+        store = memory.files.reader_store()
+    memory.search("otter1", min_score=0.0)
+    memory.search("otter2", min_score=0.0)  # the rows of the first search are dropped ...
+    hits, reads = _reads_of_chunk_rows(store, lambda: memory.search("otter1", min_score=0.0))
+    assert [h.path for h in hits] == ["memory/note-1.md"] and reads == 1  # ... and read again
