@@ -643,20 +643,14 @@ class IndexStore:
         """The chunks with these rowids (in that order) that belong to ``sources``."""
         if not rowids:
             return []
-        marks = ",".join("?" * len(rowids))
-        src_marks = ",".join("?" * len(sources))
-        rows = self.conn.execute(
-            "SELECT rowid, id, path, source, start_line, end_line, text FROM chunks "
-            f"WHERE rowid IN ({marks}) AND source IN ({src_marks})",
-            (*rowids, *sources),
-        )
-        by_rowid = {
-            r[0]: Candidate(
-                id=r[1], path=r[2], source=r[3], start_line=r[4], end_line=r[5], text=r[6]
-            )
-            for r in rows
-        }
-        return [(r, by_rowid[r]) for r in rowids if r in by_rowid]
+        with self.one_snapshot():
+            rows = self._chunk_rows(rowids)
+        wanted = set(sources)
+        return [
+            (rowid, row.candidate(0.0))
+            for rowid in rowids
+            if (row := rows.get(rowid)) is not None and row.source in wanted
+        ]
 
     def data_version(self) -> int:
         """SQLite's ``data_version`` of this connection, which moves whenever another
