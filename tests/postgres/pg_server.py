@@ -37,8 +37,13 @@ def _ensure_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(PG_USER)
     except KeyError:
+        # useradd lives in sbin, which a minimal PATH (CI's ``env -i``) leaves out.
+        search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+        useradd = shutil.which("useradd", path=search)
+        if useradd is None:
+            raise ServerStartError(f"no useradd to create the unprivileged user {PG_USER}") from None
         subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
+            [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
             check=True,
             capture_output=True,
         )
