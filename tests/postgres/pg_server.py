@@ -41,7 +41,7 @@ def _ensure_user() -> pwd.struct_passwd:
         search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
         useradd = shutil.which("useradd", path=search)
         if useradd is None:
-            raise ServerStartError(f"no useradd to create the unprivileged user {PG_USER}") from None
+            raise ServerStartError(f"no useradd to create the user {PG_USER}") from None
         subprocess.run(
             [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
             check=True,
