@@ -29,14 +29,14 @@ def _no_fts5(action: int, arg1: str | None, arg2: str | None, *rest: Any) -> int
 
 @pytest.fixture
 def without_fts5(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    real = memwell_sqlite.store.connect
+    real = memwell_sqlite.store.open_connection
 
-    def connect(*args: Any, **kwargs: Any) -> Any:
-        conn, info = real(*args, **kwargs)
+    def open_connection(*args: Any, **kwargs: Any) -> Any:
+        conn = real(*args, **kwargs)
         conn.set_authorizer(_no_fts5)
-        return conn, info
+        return conn
 
-    monkeypatch.setattr(memwell_sqlite.store, "connect", connect)
+    monkeypatch.setattr(memwell_sqlite.store, "open_connection", open_connection)
     yield
 
 

@@ -54,16 +54,16 @@ def on_sql() -> int:
     return 0
 
 
-original_connect = store_module.connect
+original_open = store_module.open_connection
 
 
-def connect(*args: Any, **kwargs: Any) -> Any:
-    conn, info = original_connect(*args, **kwargs)
+def open_connection(*args: Any, **kwargs: Any) -> Any:
+    conn = original_open(*args, **kwargs)
     conn.set_progress_handler(on_sql, SQL_STEP)
-    return conn, info
+    return conn
 
 
-store_module.connect = connect  # type: ignore[assignment]
+store_module.open_connection = open_connection
 
 
 def wrap(owner: Any, name: str, before: str, after: str | None = None) -> None:

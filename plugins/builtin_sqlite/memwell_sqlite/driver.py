@@ -80,6 +80,12 @@ def connect(
     also tells SQLite the file cannot change, which a WAL database on read-only media needs
     (there its shared-memory file cannot be created).
     """
+    conn = open_connection(path, read_only=read_only)
+    return conn, attach_vec(conn, load_vec=load_vec, extension_path=extension_path)
+
+
+def open_connection(path: Path | str, *, read_only: Literal["", "ro", "immutable"] = "") -> Any:
+    """:func:`connect` without sqlite-vec: for a caller that loads it later, or never."""
     mod = sqlite_module()
     target = _read_only_uri(path, read_only == "immutable") if read_only else str(path)
     conn = mod.connect(
@@ -89,13 +95,19 @@ def connect(
     if not read_only:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def attach_vec(conn: Any, *, load_vec: bool, extension_path: str | None) -> DriverInfo:
+    """Load sqlite-vec into ``conn`` (when ``load_vec``) and say how that went."""
+    mod = sqlite_module()
     version = path_error = None
     vec_path = None
     if load_vec:
         version, vec_path, path_error = _load_vec(conn, extension_path)
     else:
         path_error = "disabled by store.vector.enabled = false"
-    info = DriverInfo(
+    return DriverInfo(
         module=mod.__name__,
         sqlite_version=str(mod.sqlite_version),
         vec_loaded=version is not None,
@@ -103,7 +115,6 @@ def connect(
         vec_path=vec_path,
         vec_error=path_error,
     )
-    return conn, info
 
 
 def capabilities() -> dict[str, Any]:

@@ -203,7 +203,8 @@ class SqliteMemoryManager(MemoryBackend):
         for key, value in self._expected_meta().items():
             if meta.get(key) != value:
                 return f"{key} changed"
-        if meta.get("vec_mirror") != store.info.vec_loaded and self.runtime.provider is not None:
+        # Without a model the index has no vectors to mirror (and sqlite-vec need not load).
+        if self.runtime.provider is not None and meta.get("vec_mirror") != store.info.vec_loaded:
             return "sqlite-vec availability changed"
         return None
 

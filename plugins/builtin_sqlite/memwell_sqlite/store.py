@@ -22,7 +22,7 @@ from memwell.retrieval.fts_query import (
     fts_text_and_terms,
 )
 
-from .driver import DriverInfo, connect
+from .driver import DriverInfo, attach_vec, open_connection
 from .faults import IndexDamagedError
 
 if TYPE_CHECKING:
@@ -140,14 +140,17 @@ class IndexStore:
         self._stats_pinned = False
         self._rows: dict[int, _Row] = {}
         self._row_chars = 0
+        self._driver: DriverInfo | None = None
+        self._vec_request = (vector_enabled, extension_path)
         if read_only:
-            self._connect_read_only(vector_enabled, extension_path)
+            self._connect_read_only()
         else:
-            self.conn, self.driver = connect(
-                path, load_vec=vector_enabled, extension_path=extension_path
-            )
+            self.conn = open_connection(path)
             self.conn.executescript(_SCHEMA)
             self._create_fts()
+        # sqlite-vec loads here only when the index has its table; otherwise (an index built
+        # without a model) on first use of :attr:`driver`, which a keyword search never
+        # makes: loading the extension is a few milliseconds of every one-shot search.
         self.vec_dims = self._existing_vec_dims()
         version = self._stored_schema_version()
         #: Whether chunks carry their :class:`ChunkTerms` (an index before schema 4 does not;
@@ -160,20 +163,13 @@ class IndexStore:
         #: and bigram) is searched with plain terms until the next sync rebuilds it.
         self.cjk_prefixes = version is None or version >= CJK_PREFIX_SCHEMA
 
-    def _connect_read_only(self, vector_enabled: bool, extension_path: str | None) -> None:
+    def _connect_read_only(self) -> None:
         """Open without writing anything: ``mode=ro``, else ``immutable`` (read-only media)."""
         try:
-            self.conn, self.driver = connect(
-                self.path, load_vec=vector_enabled, extension_path=extension_path, read_only="ro"
-            )
+            self.conn = open_connection(self.path, read_only="ro")
             self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except Exception:
-            self.conn, self.driver = connect(
-                self.path,
-                load_vec=vector_enabled,
-                extension_path=extension_path,
-                read_only="immutable",
-            )
+            self.conn = open_connection(self.path, read_only="immutable")
             self.access = "immutable"
         if self._table_sql("chunks_fts") is None:
             self.fts_error = "the read-only index has no FTS table"
@@ -186,6 +182,14 @@ class IndexStore:
             return None
         version = None if meta is None else meta.get("schema_version")
         return version if isinstance(version, int) else None
+
+    @property
+    def driver(self) -> DriverInfo:
+        """The SQLite module in use and how loading sqlite-vec went (loading it if not yet)."""
+        if self._driver is None:
+            load_vec, extension_path = self._vec_request
+            self._driver = attach_vec(self.conn, load_vec=load_vec, extension_path=extension_path)
+        return self._driver
 
     @property
     def info(self) -> DriverInfo:
@@ -230,10 +234,8 @@ class IndexStore:
         return True
 
     def _existing_vec_dims(self) -> int | None:
-        if not self.driver.vec_loaded:
-            return None
         sql = self._table_sql("chunks_vec")
-        if sql is None:
+        if sql is None or not self.driver.vec_loaded:
             return None
         start = sql.index("float[") + len("float[")
         return int(sql[start : sql.index("]", start)])
