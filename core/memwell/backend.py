@@ -22,7 +22,6 @@ Subclasses implement :meth:`~MemoryBackend._sync`, :meth:`~MemoryBackend._search
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from abc import abstractmethod
@@ -30,6 +29,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import msgspec
+
+from memwell.lazy_import import lazy_logger
 
 from .config import HybridSettings
 from .curation.session_delta import SESSIONS_ONLY_REASONS
@@ -49,7 +50,7 @@ from .sources.paths import read_memory_file
 from .sources.sessions import readable_sessions_dir
 from .sync_gate import SyncGate
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 if TYPE_CHECKING:
     from .embeddings import Vector

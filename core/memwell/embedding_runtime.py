@@ -7,7 +7,6 @@ returns L2-normalised float32 vectors and checks their dimensions.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
+
+from memwell.lazy_import import lazy_logger
 
 from .config import MemwellSettings, plugin_config
 from .descriptors import EmbeddingProviderSpec, ProviderContext
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 T = TypeVar("T")
 
 #: Request budget per embedding call for remote providers, and texts per local call.

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from memwell.lazy_import import lazy_logger
 
 from .lazy_import import lazy_module
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 _warned: set[str] = set()
 _ARRAY_ALIASES = ("Vector", "Matrix")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from memwell.lazy_import import lazy_logger
 
 from .config import MemwellSettings, load_settings, plugin_config
 from .descriptors import BackendContext
@@ -21,7 +22,7 @@ from .recall.manager import RecallCachedManager
 if TYPE_CHECKING:
     from .curation.tracking import RecallTracker
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 BUILTIN_BACKEND = "builtin"
 

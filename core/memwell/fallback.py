@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from memwell.lazy_import import lazy_logger
 
 from .errors import BackendUnavailableError, PathNotAllowedError, ProviderError
 from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
 from .models import FallbackStatus, MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
 from .recall import protocols
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 
 class FallbackMemoryManager(BaseMemoryManager):

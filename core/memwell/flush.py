@@ -22,7 +22,6 @@ Example::
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,10 +31,11 @@ from typing import Protocol
 
 from memwell.config import FlushSettings, MemwellSettings
 from memwell.errors import InvalidArgumentError
+from memwell.lazy_import import lazy_logger
 from memwell.records import Record
 from memwell.writing.atomic import read_state, replace_file, write_lock
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 #: The reply that means "nothing to store" (the reference's silent token).
 SILENT_TOKEN = "NO_REPLY"

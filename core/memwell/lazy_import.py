@@ -14,15 +14,21 @@ and the first attribute read imports it. Type checkers see the real module.
 Regular expressions are the same kind of cost: a character class over the CJK blocks takes
 milliseconds to compile, and the modules a search passes through hold dozens of them that only
 indexing, redaction or a CJK query uses. Those modules bind them with :func:`lazy_pattern`,
-which compiles on first use.
+which compiles on first use. Loggers likewise: :func:`lazy_logger` imports :mod:`logging` (with
+``traceback`` and the rest) only when a module first logs, which a search usually never does.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+import sys
 import types
-from typing import Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import logging
 
 
 class LazyModule(types.ModuleType):
@@ -71,3 +77,42 @@ def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
 def is_compiled(pattern: re.Pattern[str]) -> bool:
     """Whether ``pattern`` (a :func:`lazy_pattern` or a real one) is compiled already."""
     return not isinstance(cast(object, pattern), LazyPattern)
+
+
+class LazyLogger:
+    """Stands for ``logging.getLogger(name)`` until a method is used, then imports
+    :mod:`logging` (running a setup :func:`defer_logging_setup` left first) and delegates."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        import logging
+
+        while _pending_setup:
+            _pending_setup.pop()()
+        logger = logging.getLogger(self._name)
+        self.__dict__.update({m: getattr(logger, m) for m in _LOG_METHODS})
+        return getattr(logger, attr)
+
+
+_LOG_METHODS = ("debug", "info", "warning", "error", "exception", "critical", "log")
+_pending_setup: list[Callable[[], None]] = []
+
+
+def lazy_logger(name: str) -> logging.Logger:
+    """A stand-in for ``logging.getLogger(name)`` that imports :mod:`logging` on first use.
+
+    A search that logs nothing never imports ``logging`` (with ``traceback`` and the rest, a
+    few milliseconds of a one-shot command's start-up). Type checkers see a
+    :class:`logging.Logger`."""
+    return cast("logging.Logger", LazyLogger(name))
+
+
+def defer_logging_setup(setup: Callable[[], None]) -> None:
+    """Run ``setup`` (e.g. ``logging.basicConfig``) before the first :func:`lazy_logger`
+    record, or now if ``logging`` is imported already (someone may be logging through it)."""
+    if "logging" in sys.modules:
+        setup()
+    else:
+        _pending_setup.append(setup)

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -50,6 +49,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
+
+from memwell.lazy_import import lazy_logger
 
 from . import __version__
 from .config import FlushSettings
@@ -67,7 +68,7 @@ from .writing import MemoryWriter
 from .writing.agent_tools import disabled_payload, write_tools
 from .writing.recent import recent_files
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 SERVER_NAME = "memwell"
 HTTP_HOST = "127.0.0.1"

@@ -16,7 +16,6 @@ backend name or provider id both lose that name, and both are reported; everythi
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Iterable
@@ -25,6 +24,8 @@ from typing import Any, cast
 import msgspec
 import pluggy
 
+from memwell.lazy_import import lazy_logger
+
 from . import hookspecs
 from .descriptors import EmbeddingProviderSpec, RerankerSpec, SearchBackend, TextGeneratorSpec
 from .entry_points import find_entry_points
@@ -32,7 +33,7 @@ from .errors import PluginApiMismatchError, PluginError
 from .plugin_api import api_mismatch, declared_api
 from .plugin_index import KINDS, PluginIndex, Provides
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 ENTRY_POINT_GROUP = "memwell"
 ALLOW_LIST_ENV = "MEMWELL_LOAD_PLUGINS"

@@ -12,7 +12,6 @@ probe deletes the record.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from datetime import datetime, timezone
@@ -20,7 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-log = logging.getLogger(__name__)
+from memwell.lazy_import import lazy_logger
+
+log = lazy_logger(__name__)
 
 FALLBACK_FILE = "provider-fallback.json"
 MAX_RETRY_SECONDS = 24 * 3600.0

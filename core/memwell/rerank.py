@@ -11,10 +11,11 @@ own ranking is served, with a warning on stderr and the reason in
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from memwell.lazy_import import lazy_logger
 
 from .config import MemwellSettings, plugin_config
 from .descriptors import ProviderContext, RerankerSpec
@@ -23,7 +24,7 @@ from .manager import DelegatingManager, MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 
 @runtime_checkable

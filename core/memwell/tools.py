@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
+
+from memwell.lazy_import import lazy_logger
 
 from .descriptors import AgentTool
 from .errors import InvalidArgumentError, PluginError, provider_failure
@@ -31,7 +32,7 @@ from .search_report import search_report
 if TYPE_CHECKING:
     from .writing import MemoryWriter
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 MAX_RESULTS_CAP = 100
 CITATION_MODES = ("auto", "on", "off")

@@ -11,7 +11,6 @@ uses when it runs, and subcommands kept in their own modules are registered by n
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ import click
 
 from .. import __version__
 from ..errors import MemwellError
+from ..lazy_import import defer_logging_setup
 from ..plugin_api import PLUGIN_API_VERSION
 from .lazy import LazyGroup
 
@@ -80,13 +80,10 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-class _OnePrefix(logging.Formatter):
-    """Log lines on stderr start with ``memwell: `` once (most messages carry it already, for
-    applications that log memwell without this CLI)."""
+def _configure_logging(verbose: bool = False) -> None:
+    from .log_handler import configure_logging
 
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        return line if line.startswith("memwell: ") else f"memwell: {line}"
+    configure_logging(verbose)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,9 +112,10 @@ def cli(
     verbose: bool,
 ) -> None:
     """Markdown-first memory search for AI agents."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OnePrefix())
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    if verbose:
+        _configure_logging(verbose=True)
+    else:  # a command that logs nothing never imports logging (milliseconds of start-up)
+        defer_logging_setup(_configure_logging)
     ctx.obj = Context(workspace, config, backend, provider, verbose)
 
 

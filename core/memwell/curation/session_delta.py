@@ -22,18 +22,19 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
 
+from memwell.lazy_import import lazy_logger
+
 from ..config import MemwellSettings
 from ..debounce import Debouncer
 from ..manager import MemorySearchManager
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 SESSION_DELTA_REASON = "session-delta"
 POST_COMPACTION_REASON = "post-compaction"

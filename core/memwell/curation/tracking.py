@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import itertools
-import logging
 import sqlite3
 import threading
 import time
@@ -33,12 +32,14 @@ from pathlib import Path
 
 import msgspec
 
+from memwell.lazy_import import lazy_logger
+
 from ..config import MemwellSettings
 from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
 from ..retrieval.keywords import iter_keywords
 from ..retrieval.snippets import bare_snippet
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 SIDECAR_NAME = "recall-tracking.sqlite"
 MAX_QUERY_HASHES = 32

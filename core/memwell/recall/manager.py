@@ -15,11 +15,12 @@ is not cached, and one without a query embedder gets no semantic tier; ``status(
 from __future__ import annotations
 
 import json
-import logging
 import time
 import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from memwell.lazy_import import lazy_logger
 
 from ..config import MemwellSettings
 from ..fallback import FallbackMemoryManager
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ..curation.tracking import RecallTracker
     from ..embeddings import Vector
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 NO_VERSION = "the backend reports no content version, so its answers are not cached"
 NO_EMBEDDER = "the backend has no query embedder (keyword-only mode or out-of-process embedding)"

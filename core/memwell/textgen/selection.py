@@ -12,18 +12,18 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from memwell.config import MemwellSettings, plugin_config
 from memwell.descriptors import ProviderContext, TextGeneratorSpec
 from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.lazy_import import lazy_logger
 from memwell.plugins import PluginRegistry
 from memwell.textgen.base import TextGenerator
 from memwell.textgen.extractive import ExtractiveGenerator
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 
 @dataclass(frozen=True)

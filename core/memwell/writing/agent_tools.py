@@ -9,13 +9,13 @@ disabled writer, so read-only agents never see the write tools.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
 from memwell.errors import MemwellError, PathNotAllowedError, WriteRefusedError
+from memwell.lazy_import import lazy_logger
 from memwell.retrieval.snippets import format_citation
 from memwell.tool_schemas import FAILURE_FIELDS
 from memwell.tools import BadArgument, error_text, optional_int
@@ -23,7 +23,7 @@ from memwell.tools import BadArgument, error_text, optional_int
 from .results import RecentFile, WriteResult
 from .writer import MemoryWriter
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 RECENT_LIMIT_CAP = 100
 

@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
 from datetime import datetime
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from memwell.config import MemwellSettings, load_settings
 from memwell.errors import WriteRefusedError
+from memwell.lazy_import import lazy_logger
 from memwell.manager import MemorySearchManager
 from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 from memwell.sources.redact import redact
@@ -36,7 +36,7 @@ from .recent import recent_files
 from .results import Operation, RecentFile, WriteResult
 from .targets import DAILY_FORMAT, ensure_parent, resolve_write_path, target_path
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 LOCK_FILE_NAME = "memory-write.lock"
 """The lock file, in the workspace's index directory."""

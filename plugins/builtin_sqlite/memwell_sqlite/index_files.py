@@ -14,20 +14,20 @@ file, is opened read-only and :meth:`PublishedIndex.notes` says so.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memwell.config import MemwellSettings
+from memwell.lazy_import import lazy_logger
 
 from .faults import Fault, classify
 from .integrity import index_problem
 from .layout import IndexDir
 from .store import IndexStore
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 #: Below this much free space an I/O error while writing the index is reported as a full disk.
 LOW_SPACE_BYTES = 1 << 20

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +27,9 @@ from .store import ChunkRow, FileState, IndexStore
 if TYPE_CHECKING:
     from memwell.embeddings import Vector
 
-log = logging.getLogger(__name__)
+from memwell.lazy_import import lazy_logger
+
+log = lazy_logger(__name__)
 
 FTS_ONLY_MODEL = "fts-only"
 #: Files written per transaction (and embedded per provider round trip group).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from memwell.curation.session_delta import SessionDeltaTracker
 from memwell.descriptors import BackendContext
 from memwell.embeddings import EmbeddingProvider
 from memwell.errors import ProviderError
-from memwell.lazy_import import lazy_module
+from memwell.lazy_import import lazy_logger, lazy_module
 from memwell.manager import ProgressCallback
 from memwell.models import (
     CacheStatus,
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 
 class SqliteMemoryManager(MemoryBackend):

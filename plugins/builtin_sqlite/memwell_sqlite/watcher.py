@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Any
 
 from memwell.debounce import Debouncer
+from memwell.lazy_import import lazy_logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 IGNORED_SEGMENTS = frozenset(
     {".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__", ".memwell"}
