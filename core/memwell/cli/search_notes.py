@@ -7,7 +7,6 @@ followed by the original traceback of the failure (which the status only summari
 
 from __future__ import annotations
 
-import traceback
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -53,6 +52,8 @@ def search_notes(
     error = backend_failure(manager)
     if verbose and error is not None:
         lines.append(f"traceback of the {fallback['from']!r} backend failure:")
+        import traceback  # only for a verbose fallback: a search's start-up skips it
+
         lines.append("".join(traceback.format_exception(error)).rstrip())
     return lines
 
