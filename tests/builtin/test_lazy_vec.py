@@ -79,3 +79,27 @@ def test_a_reader_with_vectors_disabled_never_loads_sqlite_vec(
     store = _reader(memory)
     assert store.info.vec_error == "disabled by store.vector.enabled = false"
     assert not _has_vec_functions(store)
+
+
+def test_indexing_and_searching_without_a_model_never_load_sqlite_vec(
+    open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memwell_sqlite.driver as driver
+
+    loads: list[object] = []
+    real = driver._load_vec
+
+    def spy(conn: Any, extension_path: str | None) -> Any:
+        loads.append(conn)
+        return real(conn, extension_path)
+
+    monkeypatch.setattr(driver, "_load_vec", spy)
+    workspace = write_workspace(tmp_path / "ws", FILES)
+    memory: Any = open_ws(workspace, provider="none")
+    memory.sync()  # the first, full build
+    (workspace / "memory" / "note-9.md").write_text("# Note 9\n\nA heron waited.\n")
+    memory.sync()  # an incremental pass
+    assert [h.path for h in memory.search("heron", min_score=0.0)] == ["memory/note-9.md"]
+    assert loads == []
+    memory.status()  # status reports the extension: it loads it
+    assert len(loads) == 1

@@ -345,13 +345,15 @@ class SqliteMemoryManager(MemoryBackend):
                     log.warning("memwell: not reusing the damaged embedding cache: %s", exc)
             indexer = Indexer(store, self.settings, self.runtime, self.workspace)
             self.unreadable = indexer.run(full=True, progress=progress).errors
-            dims = self.runtime.dims if self.runtime.provider is not None else None
+            with_model = self.runtime.provider is not None
+            # Only a model's vectors are mirrored: without one, sqlite-vec need not load.
+            mirror = store.info.vec_loaded if with_model else None
             store.write_meta(
                 {
                     **self._expected_meta(),
                     "calibration_params": self._calibration_params(old_meta or {}),
-                    "vector_dims": dims,
-                    "vec_mirror": store.info.vec_loaded,
+                    "vector_dims": self.runtime.dims if with_model else None,
+                    "vec_mirror": mirror,
                     "unreadable": self.unreadable,
                 }
             )
