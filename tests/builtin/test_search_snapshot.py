@@ -128,3 +128,22 @@ def test_the_decoded_rows_are_bounded(
     memory.search("otter2", min_score=0.0)  # the rows of the first search are dropped ...
     hits, reads = _reads_of_chunk_rows(store, lambda: memory.search("otter1", min_score=0.0))
     assert [h.path for h in hits] == ["memory/note-1.md"] and reads == 1  # ... and read again
+
+
+def test_a_search_over_the_rows_budget_keeps_its_cached_hits(
+    open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search whose hits are partly cached, once the budget is spent, returns all of them
+    (the cache was once reset under it, and its cached hits vanished from its results)."""
+    import memwell_sqlite.store as store_module
+
+    monkeypatch.setattr(store_module, "ROW_CACHE_CHARS", 1)  # any row fills it
+    workspace = write_workspace(tmp_path / "ws", FILES)
+    memory: Any = open_ws(workspace, provider="none", cache={"recall": {"enabled": False}})
+    memory.sync()
+    every = sorted(FILES)
+    assert [h.path for h in memory.search("otter1", min_score=0.0)] == ["memory/note-1.md"]
+    hits = memory.search("crossed the river", max_results=10, min_score=0.0)
+    assert sorted(h.path for h in hits) == every  # note-1's row was cached, the rest not
+    again = memory.search("crossed the river", max_results=10, min_score=0.0)
+    assert [(h.path, h.score) for h in again] == [(h.path, h.score) for h in hits]

@@ -569,13 +569,21 @@ class IndexStore:
                 missing,
             ).fetchall()
             if self._row_chars > ROW_CACHE_CHARS:
+                # Over budget: start again from this call's rows (the cached ones it asks for
+                # are kept, or this call would lose them).
                 self._forget_rows()
+                for rowid in rowids:
+                    if (row := cached.get(rowid)) is not None:
+                        self._keep_row(rowid, row)
                 cached = self._rows
             for rowid, cid, path, src, s, e, text, words, count in fetched:
                 chunk_terms = None if words is None else ChunkTerms(words, count)
-                cached[rowid] = _Row(cid, path, src, s, e, text, chunk_terms)
-                self._row_chars += len(text)
+                self._keep_row(rowid, _Row(cid, path, src, s, e, text, chunk_terms))
         return {rowid: cached[rowid] for rowid in rowids if rowid in cached}
+
+    def _keep_row(self, rowid: int, row: _Row) -> None:
+        self._rows[rowid] = row
+        self._row_chars += len(row.text)
 
     def load_vectors(self, model: str) -> tuple[np.ndarray[Any, Any], Matrix]:
         """Every chunk vector of ``model`` as (rowids, unit float32 matrix)."""
