@@ -149,8 +149,7 @@ class IndexStore:
             self.conn.executescript(_SCHEMA)
             self._create_fts()
         # sqlite-vec loads here only when the index has its table; otherwise (an index built
-        # without a model) on first use of :attr:`driver`, which a keyword search never
-        # makes: loading the extension is a few milliseconds of every one-shot search.
+        # without a model) on first use of :attr:`driver`, which a keyword search never makes.
         self.vec_dims = self._existing_vec_dims()
         version = self._stored_schema_version()
         #: Whether chunks carry their :class:`ChunkTerms` (an index before schema 4 does not;
