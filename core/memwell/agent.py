@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memwell.lazy_import import lazy_logger
-
 from .errors import InvalidArgumentError
+from .lazy_import import lazy_logger
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
 from .recall.budget import DEFAULT_MAX_INJECTED_CHARS, fit_texts

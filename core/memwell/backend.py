@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import msgspec
 
-from memwell.lazy_import import lazy_logger
-
 from .config import HybridSettings
 from .curation.session_delta import SESSIONS_ONLY_REASONS
 from .descriptors import BackendContext
 from .errors import BackendUnavailableError
+from .lazy_import import lazy_logger
 from .manager import BaseMemoryManager, BatchSearchMixin, ProgressCallback
 from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
 from .retrieval.calibration import Calibration, calibrate

@@ -15,13 +15,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from memwell.lazy_import import lazy_logger
-
 from .config import MemwellSettings, plugin_config
 from .descriptors import EmbeddingProviderSpec, ProviderContext
 from .embeddings import EmbeddingProvider, provider_key, to_unit_matrix
 from .errors import ConfigError, ProviderError, ProviderUnavailableError
-from .lazy_import import lazy_module
+from .lazy_import import lazy_logger, lazy_module
 from .models import FallbackStatus
 from .plugins import PluginRegistry
 from .provider_fallback import FallbackRecord, clear_record, load_record, next_record, save_record

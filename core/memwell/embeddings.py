@@ -7,9 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memwell.lazy_import import lazy_logger
-
-from .lazy_import import lazy_module
+from .lazy_import import lazy_logger, lazy_module
 
 if TYPE_CHECKING:
     import numpy as np

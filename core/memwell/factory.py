@@ -8,13 +8,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from memwell.lazy_import import lazy_logger
-
 from .config import MemwellSettings, load_settings, plugin_config
 from .descriptors import BackendContext
 from .embedding_runtime import EmbeddingRuntime
 from .errors import ConfigError, ProviderError
 from .fallback import FallbackMemoryManager
+from .lazy_import import lazy_logger
 from .manager import MemorySearchManager
 from .plugins import PluginRegistry, get_registry
 from .recall.manager import RecallCachedManager

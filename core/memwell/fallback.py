@@ -6,9 +6,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memwell.lazy_import import lazy_logger
-
 from .errors import BackendUnavailableError, PathNotAllowedError, ProviderError
+from .lazy_import import lazy_logger
 from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
 from .models import FallbackStatus, MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
 from .recall import protocols

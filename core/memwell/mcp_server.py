@@ -50,13 +50,12 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from memwell.lazy_import import lazy_logger
-
 from . import __version__
 from .config import FlushSettings
 from .context.tool import compress_tool
 from .descriptors import READ_ONLY, AgentTool
 from .flush import FileFlushState, FlushState, MemoryFlushState, plan_from_arguments, plan_text
+from .lazy_import import lazy_logger
 from .manager import MemorySearchManager
 from .mcp_jsonrpc import ScreenedHttp, screened_stdio
 from .plugins import PluginRegistry

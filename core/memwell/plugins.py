@@ -24,12 +24,11 @@ from typing import Any, cast
 import msgspec
 import pluggy
 
-from memwell.lazy_import import lazy_logger
-
 from . import hookspecs
 from .descriptors import EmbeddingProviderSpec, RerankerSpec, SearchBackend, TextGeneratorSpec
 from .entry_points import find_entry_points
 from .errors import PluginApiMismatchError, PluginError
+from .lazy_import import lazy_logger
 from .plugin_api import api_mismatch, declared_api
 from .plugin_index import KINDS, PluginIndex, Provides
 

@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from memwell.lazy_import import lazy_logger
-
 from .config import MemwellSettings, plugin_config
 from .descriptors import ProviderContext, RerankerSpec
 from .errors import ConfigError
+from .lazy_import import lazy_logger
 from .manager import DelegatingManager, MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry

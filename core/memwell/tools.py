@@ -17,10 +17,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from memwell.lazy_import import lazy_logger
-
 from .descriptors import AgentTool
 from .errors import InvalidArgumentError, PluginError, provider_failure
+from .lazy_import import lazy_logger
 from .manager import MemorySearchManager
 from .models import MemorySearchResult
 from .plugins import PluginRegistry, get_registry

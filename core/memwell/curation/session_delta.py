@@ -28,10 +28,9 @@ from pathlib import Path
 
 import msgspec
 
-from memwell.lazy_import import lazy_logger
-
 from ..config import MemwellSettings
 from ..debounce import Debouncer
+from ..lazy_import import lazy_logger
 from ..manager import MemorySearchManager
 
 log = lazy_logger(__name__)

@@ -32,9 +32,8 @@ from pathlib import Path
 
 import msgspec
 
-from memwell.lazy_import import lazy_logger
-
 from ..config import MemwellSettings
+from ..lazy_import import lazy_logger
 from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
 from ..retrieval.keywords import iter_keywords
 from ..retrieval.snippets import bare_snippet

@@ -20,10 +20,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memwell.lazy_import import lazy_logger
-
 from ..config import MemwellSettings
 from ..fallback import FallbackMemoryManager
+from ..lazy_import import lazy_logger
 from ..manager import BatchSearchMixin, DelegatingManager, MemorySearchManager
 from ..models import (
     MemorySearchResult,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from memwell.config import MemwellSettings
 from memwell.embedding_runtime import EmbeddingRuntime
+from memwell.lazy_import import lazy_logger
 from memwell.models import SyncProgress
 from memwell.retrieval.chunking import (
     CHARS_PER_TOKEN,
@@ -26,8 +27,6 @@ from .store import ChunkRow, FileState, IndexStore
 
 if TYPE_CHECKING:
     from memwell.embeddings import Vector
-
-from memwell.lazy_import import lazy_logger
 
 log = lazy_logger(__name__)
 
