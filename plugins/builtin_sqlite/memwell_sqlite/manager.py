@@ -11,6 +11,7 @@ import msgspec
 from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
 from memwell.curation.session_delta import SessionDeltaTracker
 from memwell.descriptors import BackendContext
+from memwell.embedding_runtime import LADDER_STEPS
 from memwell.embeddings import EmbeddingProvider
 from memwell.errors import ProviderError
 from memwell.lazy_import import lazy_logger, lazy_module
@@ -210,16 +211,19 @@ class SqliteMemoryManager(MemoryBackend):
     # -- sync -------------------------------------------------------------------------------
 
     def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
+        only = self.sync_sources
         try:
-            try:
-                self._sync_once(force, progress, self.sync_sources)
-            except Exception as exc:
-                if not isinstance(exc, ProviderError) or not self.runtime.activate_fallback(
-                    str(exc)
-                ):
-                    raise
-                log.warning("memwell: embedding provider failed (%s); using fallback", exc)
-                self._sync_once(True, progress)
+            for step in range(LADDER_STEPS + 1):  # a failing provider steps down the ladder
+                try:
+                    self._sync_once(force, progress, only)
+                    return
+                except ProviderError as exc:
+                    if step == LADDER_STEPS or not self.runtime.activate_fallback(str(exc)):
+                        raise
+                    rung = "using fallback" if self.runtime.provider else "keyword-only search"
+                    log.warning("memwell: embedding provider failed (%s); %s", exc, rung)
+                    # a fallback re-embeds everything; keyword-only keeps the index it finds
+                    only, force = None, self.runtime.provider is not None
         except Exception as exc:
             if self.files.out_of_space(exc):
                 raise disk_full_error(exc, str(self.index_dir.root)) from exc
