@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from memwell import factory
@@ -60,24 +61,30 @@ def _rows(store: IndexStore, table: str) -> set[int]:
     return {r[0] for r in store.conn.execute(f"SELECT rowid FROM {table}")}
 
 
-def test_a_stray_fts_row_left_by_an_older_version_is_healed_by_the_next_write(
+def test_stray_fts_and_vector_rows_left_by_an_older_version_are_overwritten(
     tmp_path: Path,
 ) -> None:
-    store = IndexStore(tmp_path / "index.sqlite", vector_enabled=False)
+    """An index the old code damaged holds FTS and vector rows of a replaced chunk at the
+    rowid the next chunk takes: that chunk's write replaces them instead of failing."""
+    store = IndexStore(tmp_path / "index.sqlite")
+    assert store.driver.vec_loaded
+    store.ensure_vec_table(2)
     state = FileState("h", 1, 1)
 
     def rows(path: str, *texts: str) -> list[ChunkRow]:
-        return [ChunkRow(f"{path}#{n}", n, n, "h", t, None) for n, t in enumerate(texts, 1)]
+        unit = np.asarray([0.6, 0.8], dtype=np.float32)
+        return [ChunkRow(f"{path}#{n}", n, n, "h", t, unit) for n, t in enumerate(texts, 1)]
 
     with store.conn:
-        store.replace_file("a.md", "memory", state, rows("a.md", "one", "two"), "fts-only")
-    # What INSERT OR REPLACE left behind: the last chunk gone, its FTS row not.
+        store.replace_file("a.md", "memory", state, rows("a.md", "one", "two"), "m")
+    # What INSERT OR REPLACE left behind: the last chunk gone, its FTS and vector rows not.
     with store.conn:
         store.conn.execute("DELETE FROM chunks WHERE rowid = (SELECT MAX(rowid) FROM chunks)")
     assert _rows(store, "chunks_fts") - _rows(store, "chunks")
+    assert _rows(store, "chunks_vec") - _rows(store, "chunks")
     with store.conn:
-        store.replace_file("b.md", "memory", state, rows("b.md", "three", "four"), "fts-only")
-    assert _rows(store, "chunks_fts") == _rows(store, "chunks")
+        store.replace_file("b.md", "memory", state, rows("b.md", "three", "four"), "m")
+    assert _rows(store, "chunks_fts") == _rows(store, "chunks") == _rows(store, "chunks_vec")
     texts = dict(store.conn.execute("SELECT rowid, text FROM chunks_fts"))
     assert sorted(texts.values()) == ["four", "one", "three"]
     store.close()

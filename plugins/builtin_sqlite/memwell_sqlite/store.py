@@ -311,11 +311,12 @@ class IndexStore:
         """Replace every chunk of one file and record its state (caller holds a transaction).
 
         Chunk ids are unique (:func:`~memwell.retrieval.chunking.chunk_ids`), so a plain
-        ``INSERT`` either adds the chunk with its FTS and vector rows or fails the whole
-        transaction: no chunk is ever replaced behind its FTS row's back.
+        ``INSERT`` either adds the chunk or fails the whole transaction: no chunk is ever
+        replaced behind its FTS row's back. Its FTS and vector rows are written after
+        deleting any row at its rowid (one an index written before ids were unique may hold),
+        so they hold this chunk whatever the index held before.
         """
         self._delete_chunks(path, source)
-        self._drop_stray_rows()
         now = int(time.time() * 1000)
         for chunk in chunks:
             fts_text, terms = fts_text_and_terms(chunk.text)
@@ -346,27 +347,16 @@ class IndexStore:
             if self.fts_available:
                 # unicode61 gets the NFC text, as queries and the chunk's terms are, segmented
                 text = fts_text if self.tokenizer == "unicode61" else chunk.text
+                self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (rowid,))
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
             if blob is not None and self.vec_dims is not None:
+                self.conn.execute("DELETE FROM chunks_vec WHERE rowid = ?", (rowid,))
                 self.conn.execute(
                     "INSERT INTO chunks_vec (rowid, embedding) VALUES (?, ?)", (rowid, blob)
                 )
         self.record_file(path, source, state)
-
-    def _drop_stray_rows(self) -> None:
-        """Delete FTS and vector rows past the last chunk's rowid (caller holds a transaction).
-
-        A new chunk takes the rowid after the last one, so such a row would make its insert
-        fail. None is left by this code; an index written before chunk ids were unique has
-        them (a replaced chunk's rows), and is healed here by the next write.
-        """
-        last = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM chunks").fetchone()[0]
-        if self.fts_available:
-            self.conn.execute("DELETE FROM chunks_fts WHERE rowid > ?", (last,))
-        if self.vec_dims is not None:
-            self.conn.execute("DELETE FROM chunks_vec WHERE rowid > ?", (last,))
 
     def merge_keyword_index(self) -> None:
         """Merge the FTS index into one b-tree (FTS5's ``optimize``; caller holds a transaction).
