@@ -279,7 +279,10 @@ class EmbeddingRuntime:
 
     def _remember_keyword_only(self, why: str) -> None:
         """Keep the last rung with the index: the stored record (a new one when there is none
-        or its retry time has come) marked keyword-only."""
+        or its retry time has come) marked keyword-only. Only a step taken after a failure to
+        embed is kept (trying again costs calls and a reindex); when neither provider can even
+        start (a missing key) nothing is kept, so a key set meanwhile works in the next
+        process."""
         if self.state_path is None or self.settings.fallback in ("none", self.settings.provider):
             return
         previous = self._record()
@@ -318,8 +321,6 @@ class EmbeddingRuntime:
                 )
             self._fallback_used = True
             return selection
-        if selection.provider is None and selection.fallback is not None:
-            self._remember_keyword_only(selection.fallback.reason)
         if record is None or selection.provider is None:
             return selection
         try:  # the retry time has come: one probe, no retries, before re-embedding anything

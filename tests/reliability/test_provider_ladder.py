@@ -134,6 +134,12 @@ def test_cli_search_falls_to_keywords_when_neither_provider_starts(
     assert_keyword_only_payload(payload, "FLAKY_API_KEY", "BACKUP_API_KEY")
     assert "note: fts-only mode:" in err and "BACKUP_API_KEY" in err
     assert "install memwell-local" not in err, "the note says why; no misleading advice"
+    assert not (workspace / ".memwell" / FALLBACK_FILE).exists()
+    close_all()  # the next process, after the key was set: the provider starts and serves
+    use_registry(make_registry((provider_plugin(HashEmbeddingProvider(), "flaky"), "flaky")))
+    payload = json.loads(cli_search(workspace, capsys, "meadow", "--json")[0])
+    assert payload["provider"] == "flaky" and payload["mode"] == "hybrid"
+    assert payload["degraded"] is False
 
 
 def test_the_agent_tool_answers_by_keyword_with_the_reason(workspace: Path) -> None:
