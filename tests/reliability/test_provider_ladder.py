@@ -142,8 +142,11 @@ def test_cli_search_falls_to_keywords_when_neither_provider_starts(
     assert payload["degraded"] is False
 
 
-def test_the_agent_tool_answers_by_keyword_with_the_reason(workspace: Path) -> None:
-    _, backup, registry = failing_pair()
+def test_the_agent_tool_answers_by_keyword_with_the_reason_and_sees_new_notes(
+    workspace: Path,
+) -> None:
+    primary, backup, registry = failing_pair()
+    primary.fail = backup.fail = None
     manager = build_manager(
         workspace,
         make_settings(provider="flaky", fallback="backup"),
@@ -151,11 +154,15 @@ def test_the_agent_tool_answers_by_keyword_with_the_reason(workspace: Path) -> N
         retry=no_sleep_retry(),
     )
     try:
+        manager.sync()  # an index with the primary's vectors
+        assert execute_tool("memory_search", {"query": "meadow"}, manager)["mode"] == "hybrid"
+        primary.fail = backup.fail = down
+        write_files(workspace, {"memory/sky.md": "# Sky\n\nThe quasar survey starts in May.\n"})
         manager.sync()  # the primary fails, then the fallback: keyword-only, not an error
         assert manager.status().last_sync_error is None
-        payload = execute_tool("memory_search", {"query": "meadow"}, manager)
-        assert "disabled" not in payload and payload["results"]
-        assert payload["results"][0]["path"] == "memory/notes.md"
+        payload = execute_tool("memory_search", {"query": "quasar survey"}, manager)
+        assert "disabled" not in payload
+        assert payload["results"] and payload["results"][0]["path"] == "memory/sky.md"
         assert_keyword_only_payload(payload, "backup", "503")
         backup.fail = None  # the fallback is back: nothing changes until the retry time
         assert execute_tool("memory_search", {"query": "meadow"}, manager)["mode"] == "fts-only"

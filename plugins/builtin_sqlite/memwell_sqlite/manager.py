@@ -222,8 +222,7 @@ class SqliteMemoryManager(MemoryBackend):
                         raise
                     rung = "using fallback" if self.runtime.provider else "keyword-only search"
                     log.warning("memwell: embedding provider failed (%s); %s", exc, rung)
-                    # a fallback re-embeds everything; keyword-only keeps the index it finds
-                    only, force = None, self.runtime.provider is not None
+                    only, force = None, True  # a fallback re-embeds, keyword-only rebuilds
         except Exception as exc:
             if self.files.out_of_space(exc):
                 raise disk_full_error(exc, str(self.index_dir.root)) from exc
@@ -294,10 +293,15 @@ class SqliteMemoryManager(MemoryBackend):
 
         Rebuilding it without vectors would throw them away and make the next search with
         the model re-embed everything; updating it would leave changed files without
-        vectors. So it is neither, and that is said once.
+        vectors. So it is neither, and that is said once. Not on the provider ladder's last
+        rung (keyword-only because the provider and its fallback failed, for as long as they
+        do): there the index is rebuilt keyword-only, so writes stay searchable, and the
+        embedding cache it keeps spares the re-embedding when a provider is back.
         """
         model = (meta or {}).get("model")
         if self.runtime.provider is not None or model in (None, FTS_ONLY_MODEL):
+            return False
+        if self.runtime.selection().fallback is not None:
             return False
         if not self._kept_model_index_said:
             self._kept_model_index_said = True
