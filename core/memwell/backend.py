@@ -339,6 +339,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
                 "model": FTS_ONLY_MODEL,
                 "search_mode": "fts-only",
                 "provider_unavailable_reason": selection.unavailable_reason,
+                "provider_fallback": selection.fallback,
             }
         return {
             "provider": selection.provider.id,

@@ -8,6 +8,7 @@ returns L2-normalised float32 vectors and checks their dimensions.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -40,6 +41,8 @@ T = TypeVar("T")
 #: Request budget per embedding call for remote providers, and texts per local call.
 REMOTE_BATCH_BYTES = 8000
 LOCAL_BATCH_TEXTS = 64
+#: Steps down the provider ladder: the configured provider, its fallback, keyword-only search.
+LADDER_STEPS = 2
 
 
 class BatchState(msgspec.Struct):
@@ -96,6 +99,18 @@ def _lookup(registry: PluginRegistry, name: str, key: str) -> EmbeddingProviderS
     return spec
 
 
+def keyword_only(requested: str, reason: str) -> Selection:
+    """The provider ladder's last rung: the configured provider and its fallback both
+    failed, so searches run by keyword only (said in status as a provider fallback to
+    ``none``)."""
+    return _keyword_only_as(requested, f"{reason}; searching by keyword only")
+
+
+def _keyword_only_as(requested: str, why: str) -> Selection:
+    status = FallbackStatus(from_=requested, to="none", reason=why)
+    return Selection(None, None, requested, why, fallback=status)
+
+
 def select_provider(
     settings: MemwellSettings, registry: PluginRegistry, workspace: Path
 ) -> Selection:
@@ -103,7 +118,8 @@ def select_provider(
 
     ``none`` gives keyword-only mode. ``auto`` tries providers with an ``auto_priority`` in
     ascending order, skipping those that raise :class:`ProviderUnavailableError`, and falls
-    back to keyword-only mode. An explicit provider fails closed unless ``fallback`` is set.
+    back to keyword-only mode. An explicit provider fails closed unless ``fallback`` is set;
+    when the fallback fails too, the search is keyword-only (:func:`keyword_only`).
     """
     requested = settings.provider
     if requested == "none":
@@ -135,9 +151,7 @@ def select_provider(
         try:
             provider = _create(fb_spec, settings, workspace, "")
         except ProviderError as fb_exc:
-            raise ProviderError(
-                f"{exc}\n\nFallback to {fb_spec.id} failed: {fb_exc}", provider=requested
-            ) from fb_exc
+            return keyword_only(requested, f"{exc}; fallback to {fb_spec.id} failed: {fb_exc}")
         status = FallbackStatus(from_=requested, to=fb_spec.id, reason=str(exc))
         return Selection(provider, fb_spec, requested, fallback=status)
 
@@ -179,6 +193,9 @@ class EmbeddingRuntime:
     until :meth:`reset`. :meth:`activate_fallback` switches to the configured fallback at
     most once per runtime; the backend must then re-embed everything.
 
+    When the fallback fails too, searches run by keyword only (:func:`keyword_only`) until
+    ``fallback_retry_minutes`` have passed; then the next call selects from the top again.
+
     A backend that sets :attr:`state_path` (before the first selection) keeps a fallback with
     its index (:mod:`memwell.provider_fallback`): later runtimes go straight to the fallback
     until the retry time, then probe the primary with one query. Calls to local providers are
@@ -204,19 +221,39 @@ class EmbeddingRuntime:
         self._dims: int | None = None
         self.batch = BatchState()
         self.state_path: Path | None = None
+        #: When keyword-only search (the ladder's last rung) gives way to a new selection.
+        self._keyword_only_until: float | None = None
 
     def selection(self) -> Selection:
         """Select the provider on first call; re-raise a failed selection."""
         with self._lock:
             if self._error is not None:
                 raise self._error
+            until = self._keyword_only_until
+            if until is not None and time.time() >= until:
+                self._selection, self._keyword_only_until = None, None
+                self._fallback_used, self._dims = False, None
             if self._selection is None:
                 try:
-                    self._selection = self._select()
+                    selection = self._select()
                 except Exception as exc:
                     self._error = exc
                     raise
+                if selection.provider is None and selection.fallback is not None:
+                    self._keyword_only_until = self._keyword_only_retry()
+                self._selection = selection
             return self._selection
+
+    def _retry_seconds(self) -> float:
+        return self.settings.fallback_retry_minutes * 60
+
+    def _keyword_only_retry(self) -> float:
+        """When keyword-only search gives way to a new selection: the stored record's retry
+        time, else ``fallback_retry_minutes`` from now."""
+        record = self._record()
+        if record is not None and record.keyword_only is not None:
+            return record.retry_at
+        return time.time() + self._retry_seconds()
 
     def _record(self) -> FallbackRecord | None:
         """The stored fallback for the configured provider pair, if any."""
@@ -235,10 +272,25 @@ class EmbeddingRuntime:
             self.settings.provider,
             self.settings.fallback,
             reason,
-            self.settings.fallback_retry_minutes * 60,
+            self._retry_seconds(),
         )
         save_record(self.state_path, record)
         return record
+
+    def _remember_keyword_only(self, why: str) -> None:
+        """Keep the last rung with the index: the stored record (a new one when there is none
+        or its retry time has come) marked keyword-only. Only a step taken after a failure to
+        embed is kept (trying again costs calls and a reindex); when neither provider can even
+        start (a missing key) nothing is kept, so a key set meanwhile works in the next
+        process."""
+        if self.state_path is None or self.settings.fallback in ("none", self.settings.provider):
+            return
+        previous = self._record()
+        if previous is None or previous.due():
+            previous = next_record(
+                previous, self.settings.provider, self.settings.fallback, why, self._retry_seconds()
+            )
+        save_record(self.state_path, msgspec.structs.replace(previous, keyword_only=why))
 
     def _fallback_selection(self, record: FallbackRecord) -> Selection:
         spec = _lookup(self.registry, record.fallback, "fallback")
@@ -249,6 +301,8 @@ class EmbeddingRuntime:
     def _select(self) -> Selection:
         """:func:`select_provider`, honouring and updating the stored fallback record."""
         record = self._record()
+        if record is not None and not record.due() and record.keyword_only is not None:
+            return _keyword_only_as(self.settings.provider, record.describe())
         if record is not None and not record.due():
             try:
                 selection = self._fallback_selection(record)
@@ -258,7 +312,8 @@ class EmbeddingRuntime:
                 self._fallback_used = True
                 return selection
         selection = select_provider(self.settings, self.registry, self.workspace)
-        if selection.fallback is not None:  # the primary could not even be created
+        if selection.provider is not None and selection.fallback is not None:
+            # the primary could not even be created
             stored = self._remember(record, selection.fallback.reason)
             if stored is not None:
                 selection.fallback = selection.fallback.model_copy(
@@ -444,26 +499,38 @@ class EmbeddingRuntime:
         return matrix
 
     def activate_fallback(self, reason: str) -> bool:
-        """Switch to the configured fallback provider (once); True if a switch happened."""
+        """Step down the provider ladder after the provider in use failed with ``reason``:
+        from the configured provider to its ``fallback`` (once), and from a fallback that
+        fails (or cannot start) to keyword-only search. True if a step was taken; never
+        without a fallback configured."""
         current = self.selection()
         fallback = self.settings.fallback
-        if self._fallback_used or fallback == "none" or current.provider is None:
+        if fallback in ("none", self.settings.provider) or current.provider is None:
             return False
-        if current.spec is not None and fallback == current.spec.id:
-            return False
+        if self._fallback_used or (current.spec is not None and fallback == current.spec.id):
+            self._switch(keyword_only(current.requested, f"fallback {fallback} failed: {reason}"))
+            return True
         spec = _lookup(self.registry, fallback, "fallback")
-        provider = _create(spec, self.settings, self.workspace, "")
+        try:
+            provider = _create(spec, self.settings, self.workspace, "")
+        except ProviderError as exc:
+            why = f"{reason}; fallback to {spec.id} failed: {exc}"
+            self._switch(keyword_only(current.requested, why))
+            return True
         stored = self._remember(self._record(), reason)
+        from_id = current.spec.id if current.spec else current.requested
+        status = FallbackStatus(
+            from_=from_id, to=spec.id, reason=stored.describe() if stored else reason
+        )
+        self._switch(Selection(provider, spec, current.requested, fallback=status))
+        return True
+
+    def _switch(self, selection: Selection) -> None:
+        if selection.provider is None and selection.fallback is not None:
+            self._remember_keyword_only(selection.fallback.reason)
         with self._lock:
-            from_id = current.spec.id if current.spec else current.requested
-            self._selection = Selection(
-                provider,
-                spec,
-                current.requested,
-                fallback=FallbackStatus(
-                    from_=from_id, to=spec.id, reason=stored.describe() if stored else reason
-                ),
-            )
+            self._selection = selection
             self._fallback_used = True
             self._dims = None
-        return True
+            if selection.provider is None:
+                self._keyword_only_until = self._keyword_only_retry()

@@ -47,7 +47,7 @@ from .models import (
 from .plugin_api import PLUGIN_API_VERSION
 from .records import Record
 from .retrieval.candidate import Candidate
-from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown, sha256_hex
+from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_ids, chunk_markdown, sha256_hex
 from .retrieval.cjk import segment_for_index, segment_query_terms
 from .retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_query, keyword_boost
 from .retrieval.hybrid import clamp01
@@ -147,6 +147,7 @@ __all__ = [
     "VectorStatus",
     "bm25_rank_to_score",
     "build_fts_query",
+    "chunk_ids",
     "chunk_markdown",
     "citations_enabled",
     "clamp01",

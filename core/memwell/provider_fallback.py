@@ -6,7 +6,8 @@ the primary again, fail, and re-embed everything a second time. :class:`Fallback
 stored as JSON next to the index (``provider-fallback.json``); until ``retry_at`` the runtime
 goes straight to the fallback, then it probes the primary once. Each failed probe doubles the
 wait (``fallback_retry_minutes``, doubling, capped at :data:`MAX_RETRY_SECONDS`); a successful
-probe deletes the record.
+probe deletes the record. When the fallback fails too, the record says so (``keyword_only``):
+until ``retry_at`` searches run by keyword only without trying either provider.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class FallbackRecord(msgspec.Struct, frozen=True):
     failures: int
     failed_at: float
     retry_at: float
+    #: Why the fallback failed too, when searches run by keyword only until ``retry_at``.
+    keyword_only: str | None = None
 
     def applies_to(self, primary: str, fallback: str) -> bool:
         """Whether this record is about the configured pair of providers."""
@@ -48,7 +51,8 @@ class FallbackRecord(msgspec.Struct, frozen=True):
     def describe(self) -> str:
         """The reason with when the primary is tried again, for status and payloads."""
         when = datetime.fromtimestamp(self.retry_at, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        return f"{self.reason} (kept with the index; {self.primary!r} is tried again after {when})"
+        reason = self.keyword_only or self.reason
+        return f"{reason} (kept with the index; {self.primary!r} is tried again after {when})"
 
 
 def retry_delay(failures: int, base_seconds: float) -> float:
@@ -76,6 +80,7 @@ def load_record(path: Path) -> FallbackRecord | None:
     """The stored record, or ``None`` when there is none or it is unreadable (logged)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        keyword_only = data.get("keyword_only")
         return FallbackRecord(
             primary=str(data["primary"]),
             fallback=str(data["fallback"]),
@@ -83,6 +88,7 @@ def load_record(path: Path) -> FallbackRecord | None:
             failures=int(data["failures"]),
             failed_at=float(data["failed_at"]),
             retry_at=float(data["retry_at"]),
+            keyword_only=None if keyword_only is None else str(keyword_only),
         )
     except FileNotFoundError:
         return None

@@ -196,6 +196,57 @@ def test_the_watcher_routes_transcript_growth_to_the_tracker(
     assert backend.dirty is False  # a transcript write does not mark memory dirty
 
 
+def test_watched_appends_below_the_threshold_stay_unindexed_through_their_close(
+    open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A normal writer opens, appends and closes: the ``closed`` event watchdog sends on
+    Linux must not sync a transcript below its thresholds either (issue 38 item 8)."""
+    monkeypatch.setattr(session_delta, "DEBOUNCE_SECONDS", 0.2)
+    ws = _workspace(tmp_path / "ws")
+    memory = open_ws(
+        ws,
+        provider="none",
+        sources=["memory", "sessions"],
+        sync={
+            "watch": True,
+            "watch_debounce_ms": 100,
+            "sessions": {"delta_messages": 3, "delta_bytes": 1_000_000},
+        },
+        cache={"recall": {"enabled": False}},
+    )
+    memory.sync()
+    backend = unwrap(memory)
+    assert isinstance(backend, SqliteMemoryManager) and backend.session_deltas is not None
+    deltas = backend.session_deltas
+    transcript = ws / "sessions" / "main.jsonl"
+    syncs: list[str] = []
+    sync = backend.sync
+    monkeypatch.setattr(backend, "sync", lambda **kw: (syncs.append(kw["reason"]), sync(**kw)))
+
+    def pending() -> int | None:
+        state = deltas.files.get(transcript)
+        return None if state is None else state.pending_messages
+
+    def wait_for(check: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 15
+        while not check():
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what} (syncs: {syncs})")
+            time.sleep(0.05)
+
+    for n, text in enumerate(["the okapi arrives on Monday", "bring the kelp"], start=1):
+        with transcript.open("a") as fh:  # append and close, as a transcript writer does
+            fh.write(message(text))
+        wait_for(lambda n=n: pending() == n, f"message {n}")
+        time.sleep(0.5)  # several watch debounce windows: a close-triggered sync would run
+        assert syncs == [] and pending() == n
+        assert "sessions/main.jsonl" not in _paths(memory, "okapi arrives")
+    with transcript.open("a") as fh:
+        fh.write(message("the third message crosses the threshold"))
+    wait_for(lambda: "sessions/main.jsonl" in _paths(memory, "okapi arrives"), "the delta sync")
+    assert syncs == ["session-delta"] and pending() == 0
+
+
 def test_the_gate_widens_a_sessions_only_request_joined_by_a_full_one() -> None:
     gate = SyncGate()
     scopes: list[frozenset[str] | None] = []

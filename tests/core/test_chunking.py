@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from memwell.retrieval.chunking import (
     Chunk,
     _utf16_len,
+    chunk_ids,
     chunk_markdown,
     estimate_chars,
     remap_lines,
@@ -327,3 +328,37 @@ def test_utf16_len_counts_code_units(text: str) -> None:
     """Astral code points are two UTF-16 units, everything else (lone surrogates too) one."""
     assert _utf16_len(text) == len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
     assert _utf16_len(text + "\ud800") == _utf16_len(text) + 1
+
+
+def test_identical_chunks_of_one_file_get_distinct_ids() -> None:
+    chunks = chunk_markdown("x" * 12000, tokens=64, overlap=0)
+    keys = {(c.start_line, c.end_line, c.hash) for c in chunks}
+    assert len(chunks) > len(keys), "several identical chunks of one line"
+    ids = chunk_ids("memory", "memory/a.md", chunks, "m")
+    assert len(set(ids)) == len(ids)
+    assert ids == chunk_ids("memory", "memory/a.md", chunks, "m"), "stable"
+    # an edit elsewhere in a file keeps the ids of chunks it did not move
+    one = Chunk.create(1, 1, "alpha")
+    assert chunk_ids("memory", "p", [one], "m")[0] == chunk_ids("memory", "p", [one, one], "m")[0]
+    # path, source and model each take part, unambiguously
+    others = [
+        chunk_ids("sessions", "memory/a.md", chunks, "m"),
+        chunk_ids("memory", "memory/b.md", chunks, "m"),
+        chunk_ids("memory", "memory/a.md", chunks, "n"),
+        chunk_ids("memory:memory/a.md", "", chunks, "m"),
+    ]
+    assert all(set(ids).isdisjoint(other) for other in others)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.lists(
+        st.one_of(st.text(max_size=80), st.sampled_from(["x" * 3000, "ab " * 900, "= " * 700])),
+        max_size=6,
+    ).map("\n".join),
+    tokens=st.integers(8, 200),
+)
+def test_chunk_ids_are_unique_for_any_file(text: str, tokens: int) -> None:
+    chunks = chunk_markdown(text, tokens=tokens, overlap=tokens // 4)
+    ids = chunk_ids("memory", "memory/a.md", chunks, "m")
+    assert len(ids) == len(chunks) == len(set(ids))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from memwell import embedding_runtime
 from memwell.config import MemwellSettings
 from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
 from memwell.embedding_runtime import (
@@ -216,15 +218,17 @@ def test_explicit_failing_provider_uses_fallback(tmp_path: Path) -> None:
     assert fb.contexts[0].model == "mini"  # the primary's model is not forced on the fallback
 
 
-def test_both_failing_names_both_reasons(tmp_path: Path) -> None:
+def test_both_failing_go_keyword_only_naming_both_reasons(tmp_path: Path) -> None:
     reg = registry_of(
         Spec("openai", ProviderError("openai quota exhausted")),
         Spec("gemini", ProviderUnavailableError("GEMINI_API_KEY missing")),
     )
-    with pytest.raises(ProviderError) as info:
-        select_provider(settings(provider="openai", fallback="gemini"), reg, tmp_path)
-    message = str(info.value)
+    sel = select_provider(settings(provider="openai", fallback="gemini"), reg, tmp_path)
+    assert sel.provider is None and sel.spec is None and sel.fallback is not None
+    assert (sel.fallback.from_, sel.fallback.to) == ("openai", "none")
+    message = sel.fallback.reason
     assert "openai quota exhausted" in message and "GEMINI_API_KEY missing" in message
+    assert "keyword only" in message and sel.unavailable_reason == message
 
 
 def test_unknown_fallback_is_config_error(tmp_path: Path) -> None:
@@ -492,7 +496,7 @@ def test_batch_wrong_count_counts_as_failure(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- activate_fallback
 
 
-def test_activate_fallback_once_only(tmp_path: Path) -> None:
+def test_activate_fallback_steps_down_the_ladder_once_each(tmp_path: Path) -> None:
     primary = FakeProvider("openai", dims=4)
     secondary = FakeProvider("local", dims=8)
     secondary.out_dims = 8
@@ -511,9 +515,13 @@ def test_activate_fallback_once_only(tmp_path: Path) -> None:
     assert rt.embed_query("x").shape == (8,)  # dims re-learned for the new vector space
     assert rt.provider_key() != key_before
 
+    assert rt.activate_fallback("local failed too") is True  # the last rung: keyword-only
+    assert rt.provider is None and len(local.contexts) == 1
+    sel = rt.selection()
+    assert sel.fallback is not None and (sel.fallback.from_, sel.fallback.to) == ("openai", "none")
+    assert "local failed too" in sel.fallback.reason
+    assert sel.unavailable_reason == sel.fallback.reason
     assert rt.activate_fallback("again") is False
-    assert rt.provider is secondary
-    assert len(local.contexts) == 1
 
 
 def test_activate_fallback_noops(tmp_path: Path) -> None:
@@ -527,8 +535,34 @@ def test_activate_fallback_noops(tmp_path: Path) -> None:
     assert same.provider is not None and same.provider.id == "a"
 
 
-def test_activate_fallback_after_selection_fallback_is_noop(tmp_path: Path) -> None:
+def test_activate_fallback_after_selection_fallback_goes_keyword_only(tmp_path: Path) -> None:
     reg = registry_of(Spec("a", ProviderError("down")), Spec("b", FakeProvider("b")))
     rt, _ = runtime(reg, tmp_path, provider="a", fallback="b")
     assert rt.provider is not None and rt.provider.id == "b"
-    assert rt.activate_fallback("x") is False
+    assert rt.activate_fallback("b: 503") is True
+    assert rt.provider is None and rt.activate_fallback("x") is False
+
+
+def test_a_fallback_that_cannot_start_at_runtime_goes_keyword_only(tmp_path: Path) -> None:
+    reg = registry_of(Spec("a", FakeProvider("a")), Spec("b", ProviderError("no key for b")))
+    rt, _ = runtime(reg, tmp_path, provider="a", fallback="b")
+    assert rt.provider is not None and rt.provider.id == "a"
+    assert rt.activate_fallback("a: 503") is True
+    sel = rt.selection()
+    assert sel.provider is None and sel.fallback is not None and sel.fallback.to == "none"
+    assert "a: 503" in sel.fallback.reason and "no key for b" in sel.fallback.reason
+
+
+def test_keyword_only_gives_way_to_a_new_selection_after_the_retry_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reg = registry_of(Spec("a", ProviderError("down")), Spec("b", ProviderError("down too")))
+    rt, _ = runtime(reg, tmp_path, provider="a", fallback="b", fallback_retry_minutes=1)
+    assert rt.provider is None and rt.selection().fallback is not None
+    reg_ok = registry_of(Spec("a", FakeProvider("a")), Spec("b", FakeProvider("b")))
+    rt.registry = reg_ok
+    assert rt.provider is None, "kept until the retry time"
+    now = time.time()
+    monkeypatch.setattr(embedding_runtime.time, "time", lambda: now + 61)
+    assert rt.provider is not None and rt.provider.id == "a"
+    assert rt.selection().fallback is None

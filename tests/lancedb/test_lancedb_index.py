@@ -273,3 +273,24 @@ def test_failing_provider_is_reported_not_raised_by_status(build: Build, workspa
     assert "no API key" in str(status.provider_unavailable_reason)
     assert "no API key" in str(status.last_sync_error)
     assert not memory.probe_embedding().ok and not memory.probe_vector().ok
+
+
+def test_a_long_run_of_one_word_gets_unique_chunk_ids_through_edits(
+    build: Build, workspace: Path
+) -> None:
+    """Identical chunks of one line (issue 38 item 1) each get their own id, so an edit's
+    ``merge_insert`` on ``id`` keeps exactly one row per chunk."""
+    write(workspace, {**NOTES, "memory/paste.md": "# Paste\n\n" + "ab " * 3000 + "\n"})
+    memory = build(workspace)
+    memory.sync()
+    for tail in ("quokka sighting\n", "wombat sighting\n"):  # two edits of the same file
+        with (workspace / "memory" / "paste.md").open("a", encoding="utf-8") as fh:
+            fh.write(tail)
+        memory.sync()
+    table = memory.index.db.open(memory.index.chunks_name)
+    rows = table.to_arrow().select(["id", "path"]).to_pylist()
+    ids = [row["id"] for row in rows if row["path"] == "memory/paste.md"]
+    assert len(ids) > 2 and len(set(ids)) == len(ids)
+    assert memory.status().chunks == len(rows)
+    hits = memory.search("wombat quokka", min_score=0.0)
+    assert hits and hits[0].path == "memory/paste.md"

@@ -548,17 +548,19 @@ def test_explicit_provider_falls_back_at_creation(
     assert server.calls("/v1/embeddings")[-1].json["model"] == "voyage-3.5"
 
 
-def test_explicit_provider_and_fallback_both_missing_keys(
+def test_explicit_provider_and_fallback_both_missing_keys_go_keyword_only(
     server: FakeEmbeddingServer, tmp_path: Path
 ) -> None:
     settings = h.make_settings(
         provider="gemini", fallback="mistral", providers=all_sections(server)
     )
     runtime, _ = h.make_runtime(settings, tmp_path)
-    with pytest.raises(ProviderError) as info:
-        runtime.selection()
-    assert "GEMINI_API_KEY" in str(info.value)
-    assert "Fallback to mistral failed" in str(info.value) and "MISTRAL_API_KEY" in str(info.value)
+    selection = runtime.selection()
+    assert selection.provider is None and selection.fallback is not None
+    assert (selection.fallback.from_, selection.fallback.to) == ("gemini", "none")
+    reason = selection.fallback.reason
+    assert "GEMINI_API_KEY" in reason
+    assert "fallback to mistral failed" in reason and "MISTRAL_API_KEY" in reason
 
 
 def test_runtime_fallback_switches_provider_model_and_key(
@@ -582,6 +584,8 @@ def test_runtime_fallback_switches_provider_model_and_key(
     assert status.reason == "embeddings failed: quota"
     runtime.embed_documents(["after"])
     assert len(server.calls(":batchEmbedContents")) == 1
+    assert runtime.activate_fallback("gemini failed too") is True
+    assert runtime.provider is None
     assert runtime.activate_fallback("again") is False
 
 

@@ -25,6 +25,8 @@ def warn_keyword_only(status: MemoryStatus) -> None:
     """Say that semantic search is off, why, and how to turn it on (not when asked for)."""
     if status.search_mode != "fts-only" or status.requested_provider == "none":
         return
+    if status.provider_fallback is not None:  # the ladder's last rung: the note line says why
+        return
     reason = status.provider_unavailable_reason or "no embedding provider available"
     click.echo(
         f"memwell: semantic search is off ({reason}); results are keyword-only. To turn it "

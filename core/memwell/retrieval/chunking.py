@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -234,6 +236,23 @@ def chunk_markdown(content: str, *, tokens: int = 400, overlap: int = 80) -> lis
     if current:
         chunks.append(_flush(current))
     return [chunk for chunk in chunks if chunk.text.strip()]
+
+
+def chunk_ids(source: str, path: str, chunks: Sequence[Chunk], model: str) -> list[str]:
+    """Stable ids of one file's chunks, unique by construction.
+
+    An id hashes the source, path, line range, content hash and model, plus how many earlier
+    chunks of the file share that range and text: a long run of one character or word on one
+    line gives several identical chunks, and each still gets an id of its own. Ids of
+    different files differ by their (source, path), encoded unambiguously.
+    """
+    earlier: Counter[tuple[int, int, str]] = Counter()
+    ids: list[str] = []
+    for chunk in chunks:
+        key = (chunk.start_line, chunk.end_line, chunk.hash)
+        ids.append(sha256_hex(json.dumps([source, path, *key, earlier[key], model])))
+        earlier[key] += 1
+    return ids
 
 
 def remap_lines(chunks: Sequence[Chunk], line_map: Sequence[int]) -> list[Chunk]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ from memwell.models import SyncProgress
 from memwell.retrieval.chunking import (
     CHARS_PER_TOKEN,
     Chunk,
+    chunk_ids,
     chunk_markdown,
     remap_lines,
     sha256_hex,
@@ -72,12 +72,6 @@ class SyncStats(msgspec.Struct):
     cached: int = 0
     evicted: int = 0
     errors: list[str] = msgspec.field(default_factory=list)
-
-
-def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
-    """Stable id of a chunk: source, path, line range, content hash and model."""
-    key = f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}"
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def sessions_dir(settings: MemwellSettings, workspace: Path) -> Path:
@@ -270,16 +264,17 @@ class Indexer:
             self.store.ensure_vec_table(dims)
         with self.store.conn:
             for item in group:
+                ids = chunk_ids(item.source, item.path, item.chunks, self.model)
                 rows = [
                     ChunkRow(
-                        id=chunk_id(item.source, item.path, c, self.model),
+                        id=cid,
                         start_line=c.start_line,
                         end_line=c.end_line,
                         hash=c.hash,
                         text=c.text,
                         embedding=vectors.get(c.hash),
                     )
-                    for c in item.chunks
+                    for cid, c in zip(ids, item.chunks, strict=True)
                 ]
                 self.store.replace_file(item.path, item.source, item.state, rows, self.model)
                 self.stats.indexed += 1

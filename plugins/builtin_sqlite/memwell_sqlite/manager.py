@@ -11,6 +11,7 @@ import msgspec
 from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
 from memwell.curation.session_delta import SessionDeltaTracker
 from memwell.descriptors import BackendContext
+from memwell.embedding_runtime import LADDER_STEPS
 from memwell.embeddings import EmbeddingProvider
 from memwell.errors import ProviderError
 from memwell.lazy_import import lazy_logger, lazy_module
@@ -210,16 +211,18 @@ class SqliteMemoryManager(MemoryBackend):
     # -- sync -------------------------------------------------------------------------------
 
     def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
+        only = self.sync_sources
         try:
-            try:
-                self._sync_once(force, progress, self.sync_sources)
-            except Exception as exc:
-                if not isinstance(exc, ProviderError) or not self.runtime.activate_fallback(
-                    str(exc)
-                ):
-                    raise
-                log.warning("memwell: embedding provider failed (%s); using fallback", exc)
-                self._sync_once(True, progress)
+            for step in range(LADDER_STEPS + 1):  # a failing provider steps down the ladder
+                try:
+                    self._sync_once(force, progress, only)
+                    return
+                except ProviderError as exc:
+                    if step == LADDER_STEPS or not self.runtime.activate_fallback(str(exc)):
+                        raise
+                    rung = "using fallback" if self.runtime.provider else "keyword-only search"
+                    log.warning("memwell: embedding provider failed (%s); %s", exc, rung)
+                    only, force = None, True  # a fallback re-embeds, keyword-only rebuilds
         except Exception as exc:
             if self.files.out_of_space(exc):
                 raise disk_full_error(exc, str(self.index_dir.root)) from exc
@@ -290,10 +293,15 @@ class SqliteMemoryManager(MemoryBackend):
 
         Rebuilding it without vectors would throw them away and make the next search with
         the model re-embed everything; updating it would leave changed files without
-        vectors. So it is neither, and that is said once.
+        vectors. So it is neither, and that is said once. Not on the provider ladder's last
+        rung (keyword-only because the provider and its fallback failed, for as long as they
+        do): there the index is rebuilt keyword-only, so writes stay searchable, and the
+        embedding cache it keeps spares the re-embedding when a provider is back.
         """
         model = (meta or {}).get("model")
         if self.runtime.provider is not None or model in (None, FTS_ONLY_MODEL):
+            return False
+        if self.runtime.selection().fallback is not None:
             return False
         if not self._kept_model_index_said:
             self._kept_model_index_said = True

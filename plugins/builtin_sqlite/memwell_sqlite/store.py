@@ -308,7 +308,14 @@ class IndexStore:
         chunks: Sequence[ChunkRow],
         model: str,
     ) -> None:
-        """Replace every chunk of one file and record its state (caller holds a transaction)."""
+        """Replace every chunk of one file and record its state (caller holds a transaction).
+
+        Chunk ids are unique (:func:`~memwell.retrieval.chunking.chunk_ids`), so a plain
+        ``INSERT`` either adds the chunk or fails the whole transaction: no chunk is ever
+        replaced behind its FTS row's back. Its FTS and vector rows are written after
+        deleting any row at its rowid (one an index written before ids were unique may hold),
+        so they hold this chunk whatever the index held before.
+        """
         self._delete_chunks(path, source)
         now = int(time.time() * 1000)
         for chunk in chunks:
@@ -319,7 +326,7 @@ class IndexStore:
                 else None
             )
             cur = self.conn.execute(
-                "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash, "
+                "INSERT INTO chunks (id, path, source, start_line, end_line, hash, "
                 "model, text, embedding, updated_at, terms, term_count) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -340,10 +347,12 @@ class IndexStore:
             if self.fts_available:
                 # unicode61 gets the NFC text, as queries and the chunk's terms are, segmented
                 text = fts_text if self.tokenizer == "unicode61" else chunk.text
+                self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (rowid,))
                 self.conn.execute(
                     "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
             if blob is not None and self.vec_dims is not None:
+                self.conn.execute("DELETE FROM chunks_vec WHERE rowid = ?", (rowid,))
                 self.conn.execute(
                     "INSERT INTO chunks_vec (rowid, embedding) VALUES (?, ?)", (rowid, blob)
                 )

@@ -17,6 +17,9 @@ IGNORED_SEGMENTS = frozenset(
     {".git", "node_modules", ".pnpm-store", ".venv", "venv", ".tox", "__pycache__", ".memwell"}
 )
 
+#: Events of a file written in place; for a session transcript they go to the delta tracker.
+WRITES = frozenset({"created", "modified", "closed"})
+
 
 def is_relevant(path: str, suffixes: tuple[str, ...]) -> bool:
     """Whether a changed path can affect the index."""
@@ -39,7 +42,9 @@ class _Handler(FileSystemEventHandler):
             path = raw.decode() if isinstance(raw, bytes) else raw
             if not path or self.watcher.ignores(Path(path)):
                 continue
-            if event.event_type in ("created", "modified") and self.watcher.grew(Path(path)):
+            # A writer's append is followed by its close (``closed`` on Linux): both belong
+            # to the session-delta tracker, or every message is indexed at once.
+            if event.event_type in WRITES and self.watcher.grew(Path(path)):
                 return
             if event.is_directory and event.event_type == "created":
                 self.watcher.on_directory_created(Path(path))

@@ -10,7 +10,6 @@ the new one, never half of one.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from lancedb.index import FTS  # type: ignore[import-untyped,unused-ignore]
 from memwell.embeddings import Vector
 from memwell.manager import ProgressCallback
 from memwell.models import SyncProgress
-from memwell.retrieval.chunking import Chunk, chunk_markdown, remap_lines
+from memwell.retrieval.chunking import Chunk, chunk_ids, chunk_markdown, remap_lines
 from memwell.retrieval.cjk import segment_for_index
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import read_source_file, stat_source_file
@@ -34,12 +33,6 @@ log = logging.getLogger(__name__)
 
 #: Files embedded per progress step during a sync.
 FILES_PER_STEP = 64
-
-
-def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
-    """Stable id of a chunk: the same text at the same place under the same model."""
-    key = f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}"
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -151,9 +144,12 @@ class IndexWriting(IndexTables):
         model = self.expected_meta()["model"]
         rows: list[dict[str, Any]] = []
         for item in files:
-            for chunk in item.chunks or ():
+            chunks = item.chunks or []
+            for cid, chunk in zip(
+                chunk_ids(item.source, item.path, chunks, model), chunks, strict=True
+            ):
                 row: dict[str, Any] = {
-                    "id": chunk_id(item.source, item.path, chunk, model),
+                    "id": cid,
                     "path": item.path,
                     "source": item.source,
                     "start_line": chunk.start_line,
