@@ -332,6 +332,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "candidates": [_CANDIDATE_DUMP],
             "appended": [],
             "skipped": [{"key": "k", "source": "s", "reason": "r"}],
+            "lines": [],
         },
     ),
 ]
