@@ -143,3 +143,9 @@ def test_the_text_generator_confirms_or_vetoes() -> None:
     assert "Older note: old port 1" in yes.prompts[0] and "Newer note: new port 2" in yes.prompts[0]
     assert text_generator_confirm(no)("a", "b") is False
     assert text_generator_confirm(broken)("a", "b") is True  # the matching's answer stands
+
+
+def test_versions_tell_subjects_apart() -> None:
+    old = "Release 2.4 ships on 2026-07-01."
+    assert not superseding_pairs("Release 2.5 ships on 2026-08-01.", old)
+    assert superseding_pairs("Release 2.4 now ships on 2026-07-15.", old)

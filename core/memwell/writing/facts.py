@@ -85,7 +85,7 @@ _PAST = re.compile(
     r"\b(?:previously|formerly|used to|before|until|was (?:on|at)|were (?:on|at))\b", re.I
 )
 _CHANGE = re.compile(r"\b(?:now|instead|switched|changed|moved|from now on|anymore)\b", re.I)
-_WORD = re.compile(r"[a-z0-9][a-z0-9_'-]*")
+_WORD = re.compile(r"\d+(?:\.\d+)+|[a-z0-9][a-z0-9_'-]*")  # a version (2.4) is one word
 _LIST_PREFIX = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _ROLE_PREFIX = re.compile(r"^(?:user|assistant):\s+", re.I)
 
