@@ -10,6 +10,7 @@ import pytest
 from memwell.config import MemwellSettings
 from memwell.manager import MemorySearchManager
 from memwell.plugins import PluginRegistry
+from memwell.recall.manager import unwrap
 from memwell.session_capture import save_session
 from memwell.writing import MemoryWriter
 from memwell.writing.agent_tools import memory_supersede, memory_write
@@ -187,3 +188,18 @@ def test_a_history_question_still_finds_the_old_fact(open_ws: OpenFn, ws: Path) 
     hits = writer.manager.search("what port did the staging database use before?")
     assert hits and hits[0].path == "memory/2026-03-02.md"
     assert "port 5432" in hits[0].snippet
+
+
+def test_a_failed_lookup_is_reported_in_the_result(
+    open_ws: OpenFn, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = open_writer(open_ws, ws)
+
+    def broken(*args: object, **kwargs: object) -> list[object]:
+        raise RuntimeError("index gone")
+
+    monkeypatch.setattr(unwrap(writer.manager), "search", broken)
+    result = writer.append("The staging database now listens on port 6432.")
+    assert result.superseded == [] and result.supersede_error is not None
+    assert "RuntimeError: index gone" in result.supersede_error
+    assert (ws / result.path).read_text().endswith("port 6432.\n")  # written either way

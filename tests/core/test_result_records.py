@@ -269,6 +269,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "indexed": True,
             "index_error": None,
             "superseded": [],
+            "supersede_error": None,
         },
     ),
     (
@@ -401,6 +402,7 @@ def test_tool_schemas_are_the_ones_pydantic_gave() -> None:
     assert RECENT_OUTPUT_SCHEMA["properties"]["files"]["items"] == OLD_RECENT_FILE
     write = WriteResult.model_json_schema()
     superseded = write["properties"].pop("superseded")
+    assert write["properties"].pop("supersede_error")["default"] is None
     assert json.dumps(write["properties"]) == json.dumps(OLD_WRITE_PROPERTIES)
     assert superseded["type"] == "array" and superseded["items"]["title"] == "Supersession"
     assert superseded["items"]["required"] == [

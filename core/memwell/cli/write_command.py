@@ -29,6 +29,8 @@ def _report(result: WriteResult, as_json: bool) -> None:
             click.echo(f"{verb} {item.path}:{item.line}: {item.text.strip()}")
     if not result.indexed:
         click.echo(f"warning: written, but not indexed yet: {result.index_error}", err=True)
+    if result.supersede_error:
+        click.echo(f"warning: written, but {result.supersede_error}", err=True)
 
 
 @cli.command()

@@ -171,8 +171,9 @@ RECENT_OUTPUT_SCHEMA: dict[str, Any] = {
 def _written(result: WriteResult) -> dict[str, Any]:
     payload: dict[str, Any] = {"written": True, **result.model_dump(mode="json")}
     payload["citation"] = format_citation(result.path, result.start_line, result.end_line)
-    if payload["index_error"] is None:
-        del payload["index_error"]
+    for optional in ("index_error", "supersede_error"):
+        if payload[optional] is None:
+            del payload[optional]
     return payload
 
 

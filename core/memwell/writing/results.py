@@ -36,7 +36,8 @@ class WriteResult(Record, kw_only=True):
     manager's sync succeeded before the call returned; otherwise ``index_error`` says why (the
     file is written either way, and the next sync picks it up). ``superseded`` lists the older
     lines the written text states a new value for (marked unless ``[write] supersede =
-    "suggest"``; see :mod:`memwell.writing.supersede`).
+    "suggest"``; see :mod:`memwell.writing.supersede`); ``supersede_error`` says why the
+    lookup or a marker failed (the note is written either way).
     """
 
     path: str
@@ -51,6 +52,7 @@ class WriteResult(Record, kw_only=True):
     indexed: bool
     index_error: str | None = None
     superseded: list[Supersession] = msgspec.field(default_factory=list)
+    supersede_error: str | None = None
 
 
 class RecentFile(Record, kw_only=True):

@@ -267,10 +267,11 @@ class MemoryWriter:
             change, heading_created, created, data = self._edit_file(real, display, edit)
         indexed, index_error = self._sync()
         superseded: list[Supersession] = []
+        supersede_error: str | None = None
         if supersede and self.settings.write.supersede != "off":
             lines = change.text.split("\n")[change.start_line - 1 : change.end_line]
             written_lines = new_fact_lines("\n".join(lines), change.start_line)
-            superseded = self._supersede_found(display, written_lines)
+            superseded, supersede_error = self._supersede_found(display, written_lines)
             if any(s.marked for s in superseded):
                 indexed, index_error = self._sync()
         return WriteResult(
@@ -286,6 +287,7 @@ class MemoryWriter:
             indexed=indexed,
             index_error=index_error,
             superseded=superseded,
+            supersede_error=supersede_error,
         )
 
     def _edit_file(
@@ -318,21 +320,27 @@ class MemoryWriter:
         except (MemwellError, OSError):
             return None
 
-    def _supersede_found(self, path: str, written: list[tuple[int, str]]) -> list[Supersession]:
+    def _supersede_found(
+        self, path: str, written: list[tuple[int, str]]
+    ) -> tuple[list[Supersession], str | None]:
         """The older lines ``written`` supersede, marked unless ``[write] supersede =
-        "suggest"``. A failed lookup is logged and reported as no candidate."""
+        "suggest"``, and what went wrong (logged too): a failed lookup finds nothing, a
+        file that refused its marker keeps its line unmarked."""
         if not written:
-            return []
+            return [], None
         try:
             found = find_candidates(
                 self.manager, self._readable, path, written, confirm=self._confirmation()
             )
         except Exception as exc:
-            log.warning("memwell: written, but looking for superseded lines failed: %s", exc)
-            return []
+            error = f"looking for superseded lines failed: {type(exc).__name__}: {exc}"
+            log.warning("memwell: written, but %s", error)
+            return [], error
         if self.settings.write.supersede == "auto" and found:
-            return self._mark(found)
-        return found
+            marked = self._mark(found)
+            missed = sorted({s.path for s in marked if not s.marked})
+            return marked, f"could not mark lines in {', '.join(missed)}" if missed else None
+        return found, None
 
     def _confirmation(self) -> Confirm | None:
         """The check of candidates: ``confirm``, else the text generator's when ``[write]
