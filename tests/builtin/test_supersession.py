@@ -157,19 +157,20 @@ def test_a_confirming_generator_can_veto(open_ws: OpenFn, ws: Path) -> None:
     assert asked == [(OLD, "The staging database now listens on port 6432.")]
 
 
-def _old_file_first(ws: Path) -> None:
+def _newer_fact_among_others(open_ws: OpenFn, ws: Path) -> MemoryWriter:
     """The old fact alone in a short file, the new one among other notes: keyword ranking
     alone puts the old file first."""
     (ws / "memory/2026-03-02.md").write_text(f"# 2026-03-02\n\n{OLD}\n")
-
-
-def test_search_ranks_the_newer_fact_first_and_shows_the_marker(open_ws: OpenFn, ws: Path) -> None:
-    _old_file_first(ws)
     writer = open_writer(open_ws, ws)
     writer.append(
         "Reviewed the Q3 roadmap with the platform team and the billing folks today.\n"
         "The staging database now listens on port 6432."
     )
+    return writer
+
+
+def test_search_ranks_the_newer_fact_first_and_shows_the_marker(open_ws: OpenFn, ws: Path) -> None:
+    writer = _newer_fact_among_others(open_ws, ws)
     hits = writer.manager.search("staging database port", min_score=0.0)
     paths = [hit.path for hit in hits]
     assert paths.index("memory/2026-06-03.md") < paths.index("memory/2026-03-02.md")
@@ -179,12 +180,7 @@ def test_search_ranks_the_newer_fact_first_and_shows_the_marker(open_ws: OpenFn,
 
 
 def test_a_history_question_still_finds_the_old_fact(open_ws: OpenFn, ws: Path) -> None:
-    _old_file_first(ws)
-    writer = open_writer(open_ws, ws)
-    writer.append(
-        "Reviewed the Q3 roadmap with the platform team and the billing folks today.\n"
-        "The staging database now listens on port 6432."
-    )
+    writer = _newer_fact_among_others(open_ws, ws)
     hits = writer.manager.search("what port did the staging database use before?")
     assert hits and hits[0].path == "memory/2026-03-02.md"
     assert "port 5432" in hits[0].snippet

@@ -14,18 +14,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..lazy_import import lazy_pattern
 from .candidate import Candidate
 from .fts_query import query_terms
 
 #: Score multiplier of a chunk whose best match is a superseded line.
 SUPERSEDED_FACTOR = 0.75
 _NEEDLE = "*(superseded "
-_HISTORY = re.compile(
+_HISTORY = lazy_pattern(
     r"\b(?:before|previous(?:ly)?|used to|formerly|former|old|older|earlier|originally|"
     r"history|historic(?:al)?|prior|past|changed from|until|superseded|outdated)\b",
     re.IGNORECASE,
 )
-_TERM = re.compile(r"\w+")
+_TERM = lazy_pattern(r"\w+")
 
 
 def asks_about_history(query: str) -> bool:

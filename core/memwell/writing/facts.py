@@ -21,73 +21,55 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
+from memwell.lazy_import import lazy_pattern
+from memwell.retrieval.date_match import MONTHS as _MONTHS
+
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _UNITS = {"minute", "hour", "day", "week", "month", "year", "second"}
 
-_PORT = re.compile(r"\bports?\b(?:\s+(?:is|=|:|of|to|number|at|on))*\s*:?\s*(\d{2,5})\b", re.I)
-_HOST_PORT = re.compile(r"\b[a-z][\w.-]*:(\d{2,5})\b(?![:.]\d)", re.I)
-_TIME = re.compile(
+_PORT = lazy_pattern(r"\bports?\b(?:\s+(?:is|=|:|of|to|number|at|on))*\s*:?\s*(\d{2,5})\b", re.I)
+_HOST_PORT = lazy_pattern(r"\b[a-z][\w.-]*:(\d{2,5})\b(?![:.]\d)", re.I)
+_TIME = lazy_pattern(
     r"(?<![\w:.])(?:(\d{1,2}):(\d{2})\s*(am|pm|a\.m\.|p\.m\.)?|(\d{1,2})\s*(am|pm|a\.m\.|p\.m\.))"
     r"(?![\w:])",
     re.I,
 )
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_MONTH_DAY = re.compile(
+_ISO_DATE = lazy_pattern(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_DAY = lazy_pattern(
     rf"\b(?:({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?!\s*-?\s*(?:day|week|hour)s?\b)"
     rf"|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH}))(?:,?\s+(\d{{4}}))?\b",
     re.I,
 )
-_WEEKDAY = re.compile(r"\b(" + "|".join(_WEEKDAYS) + r")s?\b", re.I)
-_COUNT = re.compile(r"(?<![\w.:/-])(\d{1,7})(?:\s*-\s*|\s+)([a-z]{3,20})\b", re.I)
-_OWNER = re.compile(
+_WEEKDAY = lazy_pattern(r"\b(" + "|".join(_WEEKDAYS) + r")s?\b", re.I)
+_COUNT = lazy_pattern(r"(?<![\w.:/-])(\d{1,7})(?:\s*-\s*|\s+)([a-z]{3,20})\b", re.I)
+_OWNER = lazy_pattern(
     r"\b(?:owned|maintained|run|led)\s+by\s+(?P<a>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)"
     r"|\bowner\s*(?:is|:|=)\s*(?P<b>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)"
     r"|(?P<c>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\s+(?:now\s+)?(?:owns|maintains|leads)\b"
     r"|(?P<d>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\s+is\s+(?:now\s+)?(?:the\s+)?owner\s+of\b"
 )
-_PREFERRED = re.compile(
+_PREFERRED = lazy_pattern(
     r"\b(?:preferred|favou?rite)\s+(?P<what>[a-z]+(?:\s+[a-z]+)?)\s+(?:is|=|:)\s+(?:now\s+)?"
     r"(?P<value>[^.;,]+)",
     re.I,
 )
-_PREFERS = re.compile(
+_PREFERS = lazy_pattern(
     r"\bprefer(?:s|red)?\s+(?:to\s+)?(?P<value>[^.;,]+?)"
     r"(?:\s+(?:over|to|instead of|rather than)\s+(?P<other>[^.;,]+?))?"
     r"(?:\s+for\s+(?P<what>[^.;,]+?))?\s*(?:[.;,]|$)",
     re.I,
 )
-_NEGATED = re.compile(
+_NEGATED = lazy_pattern(
     r"\b(?:not|no longer|never|isn't|aren't|wasn't|doesn't|don't|didn't|won't)\b", re.I
 )
-_PAST = re.compile(
+_PAST = lazy_pattern(
     r"\b(?:previously|formerly|used to|before|until|was (?:on|at)|were (?:on|at))\b", re.I
 )
-_CHANGE = re.compile(r"\b(?:now|instead|switched|changed|moved|from now on|anymore)\b", re.I)
-_WORD = re.compile(r"\d+(?:\.\d+)+|[a-z0-9][a-z0-9_'-]*")  # a version (2.4) is one word
-_LIST_PREFIX = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
-_ROLE_PREFIX = re.compile(r"^(?:user|assistant):\s+", re.I)
+_CHANGE = lazy_pattern(r"\b(?:now|instead|switched|changed|moved|from now on|anymore)\b", re.I)
+_WORD = lazy_pattern(r"\d+(?:\.\d+)+|[a-z0-9][a-z0-9_'-]*")  # a version (2.4) is one word
+_LIST_PREFIX = lazy_pattern(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
+_ROLE_PREFIX = lazy_pattern(r"^(?:user|assistant):\s+", re.I)
 
 _STOP = frozenset(
     [
