@@ -199,3 +199,16 @@ def test_a_failed_lookup_is_reported_in_the_result(
     assert result.superseded == [] and result.supersede_error is not None
     assert "RuntimeError: index gone" in result.supersede_error
     assert (ws / result.path).read_text().endswith("port 6432.\n")  # written either way
+
+
+def test_confirmation_without_a_text_generator_is_said_and_skipped(
+    open_ws: OpenFn, ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = open_ws(ws, provider="none")
+    memory.sync(reason="test")
+    settings = MemwellSettings.model_validate({"write": {"supersede_confirm": True}})
+    writer = MemoryWriter(memory, ws, settings, clock=lambda: JUNE)
+    with caplog.at_level("WARNING"):
+        result = writer.append("The staging database now listens on port 6432.")
+    assert [s.marked for s in result.superseded] == [True]
+    assert "no text generator is configured" in caplog.text
