@@ -220,6 +220,11 @@ class WriteSettings(_Strict):
     enabled: bool = True
     max_bytes: Annotated[int, msgspec.Meta(ge=1, le=16_777_216)] = 65_536
     lock_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 10.0
+    #: A write that restates a fact with a new value: ``auto`` marks the older line
+    #: superseded, ``suggest`` only lists it in the result, ``off`` does neither.
+    supersede: Literal["auto", "suggest", "off"] = "auto"
+    #: Ask the configured text generator ([textgen]) to confirm each automatic supersession.
+    supersede_confirm: bool = False
 
 
 class RecallTrackingSettings(_Strict):

@@ -6,8 +6,9 @@ so every call returns the same never-raise payload an OpenAI tool call would (``
 memory is unavailable, ``error`` for a bad argument). The payload is sent both as structured
 content and as JSON text; ``isError`` is set when it carries an ``error``. Given a
 :class:`~memwell.writing.MemoryWriter`, it also offers the write tools (``memory_write``,
-``memory_edit``, ``memory_recent``; only ``memory_recent`` when writing is disabled). Every tool
-carries read-only/destructive/idempotent annotations and an output schema.
+``memory_edit``, ``memory_supersede``, ``memory_recent``; only ``memory_recent`` when writing
+is disabled). Every tool carries read-only/destructive/idempotent annotations and an output
+schema.
 
 The memory files are resources (``memwell:<path>``, listed by discovery, read through the
 manager's safe ``read_file``), and the recall instructions are the prompt ``memory_recall``.

@@ -71,8 +71,8 @@ class Record(msgspec.Struct, kw_only=True):
     @classmethod
     def model_json_schema(cls) -> dict[str, Any]:
         """The JSON Schema of the record's dump, as pydantic wrote it (titles, defaults, the
-        class docstring as ``description``), for records of scalar, optional, literal and
-        date-time fields.
+        class docstring as ``description``), for records of scalar, optional, literal,
+        date-time, list and nested record fields.
 
         :raises TypeError: for a field type outside those.
         """
@@ -151,6 +151,10 @@ def _type_schema(kind: Any, where: str) -> dict[str, Any]:
         return {"enum": list(kind.values), "type": "string"}
     if isinstance(kind, mi.UnionType):
         return {"anyOf": [_type_schema(member, where) for member in kind.types]}
+    if isinstance(kind, mi.ListType):
+        return {"items": _type_schema(kind.item_type, where), "type": "array"}
+    if isinstance(kind, mi.StructType) and issubclass(kind.cls, Record):
+        return kind.cls.model_json_schema()
     raise TypeError(f"{where}: no JSON Schema for {kind!r}")
 
 

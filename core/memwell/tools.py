@@ -109,7 +109,7 @@ MEMORY_GET_TOOL: dict[str, Any] = {
 
 CORE_TOOL_NAMES = ("memory_search", "memory_get")
 """Names of the core tools; a plugin tool with one of these names is ignored."""
-WRITE_TOOL_NAMES = ("memory_write", "memory_edit", "memory_recent")
+WRITE_TOOL_NAMES = ("memory_write", "memory_edit", "memory_supersede", "memory_recent")
 """Names of the writer's tools (:mod:`memwell.writing.agent_tools`); also reserved."""
 
 

@@ -346,8 +346,11 @@ def test_promote_appends_once_not_twice(open_ws: OpenFn, tmp_path: Path) -> None
     text = (ws / "MEMORY.md").read_text()
     assert text.startswith("# Memory\n\nLong-term notes.\n")  # every other byte kept
     assert "## Promoted From Short-Term Memory (2026-12-02)" in text
-    assert "source=memory/2026-11-28.md:3-3]" in text  # the fact, not the title
-    assert "The billing API rate limit is 100 requests per minute." in text
+    assert text.endswith(  # the facts, not the titles; no scores in the visible text
+        "\n- The billing API rate limit is 100 requests per minute.\n"
+        "- Deploys to production happen on Tuesdays after standup.\n"
+    )
+    assert "score" not in text and "<!--" not in text
     again = promote(memory, ws, settings, clock=lambda: NOW)
     assert again.appended == []
     assert (ws / "MEMORY.md").read_text() == text

@@ -39,6 +39,7 @@ def test_definitions_offer_write_tools_only_with_an_enabled_writer(
         "memory_get",
         "memory_write",
         "memory_edit",
+        "memory_supersede",
         "memory_recent",
     ]
     off = MemoryWriter(

@@ -67,6 +67,7 @@ def test_recent_lists_the_written_file_first(ws: Path) -> None:
         (["write", "-f", "../escape.md", "x"], "error: path not allowed"),
         (["write", "--create", "-f", "projects", "x"], "already exists"),
         (["write", "-f", "projects", "--replace", "missing text", "x"], "was not found"),
+        (["write", "--supersede", "missing text", "--in", "projects", "x"], "was not found"),
         (["write", "   "], "blank"),
     ],
 )
@@ -91,3 +92,26 @@ def test_write_settings_from_the_config_file(ws: Path, tmp_path: Path) -> None:
     (ws / "memwell.toml").write_text("[write]\nmax_byte = 4\n")
     proc = memwell(ws, tmp_path, "write", "hello")
     assert proc.returncode == 2 and "unknown config key 'write.max_byte'" in proc.stderr
+
+
+def test_write_marks_a_stated_fact_superseded_and_says_so(ws: Path) -> None:
+    (ws / "memory").mkdir(exist_ok=True)
+    old = ws / "memory/2026-03-02.md"
+    old.write_text("# 2026-03-02\n\n- The staging database listens on port 5432.\n")
+    code, out = invoke(ws, "write", "The staging database now listens on port 6432.")
+    today = datetime.now().astimezone().strftime("%Y-%m-%d")
+    assert code == 0
+    assert "superseded memory/2026-03-02.md:3: - The staging database listens on port 5432." in out
+    assert old.read_text().endswith(f"port 5432. *(superseded {today} by memory/{today}.md#L3)*\n")
+
+
+def test_write_supersede_names_the_old_line(ws: Path) -> None:
+    (ws / "memory").mkdir(exist_ok=True)
+    old = ws / "memory/team.md"
+    old.write_text("# team\n\nOn call: Priya.\n")
+    code, out = invoke(
+        ws, "write", "--supersede", "On call: Priya", "--in", "memory/team.md", "On call: Jonas."
+    )
+    assert code == 0 and out.startswith("supersede memory/")
+    assert "superseded memory/team.md:3: On call: Priya." in out
+    assert invoke(ws, "write", "--supersede", "x", "Jonas")[0] == 2  # --in missing

@@ -118,10 +118,10 @@ def test_summary_keeps_requirements_decisions_and_open_tasks() -> None:
 
 
 def test_extractive_summary_word_limit() -> None:
-    many = [Turn("user", f"We must support region number {i} in the rollout.") for i in range(80)]
+    many = [Turn("user", f"Region number {i} is required in the rollout.") for i in range(80)]
     summary = extractive_summary(many, 50)
     assert len(summary.split()) <= 60  # 50 words of items plus headings
-    assert "We must support region number 1 in the rollout." in summary
+    assert "Region number 1 is required in the rollout." in summary
 
 
 def test_summary_uses_the_given_summariser() -> None:

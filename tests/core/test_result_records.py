@@ -268,6 +268,8 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "redacted": False,
             "indexed": True,
             "index_error": None,
+            "superseded": [],
+            "supersede_error": None,
         },
     ),
     (
@@ -331,6 +333,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "candidates": [_CANDIDATE_DUMP],
             "appended": [],
             "skipped": [{"key": "k", "source": "s", "reason": "r"}],
+            "lines": [],
         },
     ),
 ]
@@ -362,7 +365,11 @@ def test_status_dumps_do_not_share_default_lists() -> None:
 # pydantic 2.14's ``model_json_schema()`` of the two models, as the MCP server published it.
 OLD_WRITE_PROPERTIES = {
     "path": {"title": "Path", "type": "string"},
-    "operation": {"enum": ["append", "create", "replace"], "title": "Operation", "type": "string"},
+    "operation": {
+        "enum": ["append", "create", "replace", "supersede"],
+        "title": "Operation",
+        "type": "string",
+    },
     "start_line": {"title": "Start Line", "type": "integer"},
     "end_line": {"title": "End Line", "type": "integer"},
     "bytes_written": {"title": "Bytes Written", "type": "integer"},
@@ -394,7 +401,19 @@ def test_tool_schemas_are_the_ones_pydantic_gave() -> None:
     assert json.dumps(RecentFile.model_json_schema()) == json.dumps(OLD_RECENT_FILE)
     assert RECENT_OUTPUT_SCHEMA["properties"]["files"]["items"] == OLD_RECENT_FILE
     write = WriteResult.model_json_schema()
+    superseded = write["properties"].pop("superseded")
+    assert write["properties"].pop("supersede_error")["default"] is None
     assert json.dumps(write["properties"]) == json.dumps(OLD_WRITE_PROPERTIES)
+    assert superseded["type"] == "array" and superseded["items"]["title"] == "Supersession"
+    assert superseded["items"]["required"] == [
+        "path",
+        "line",
+        "text",
+        "by",
+        "attribute",
+        "old_value",
+        "new_value",
+    ]
     assert write["required"] == [
         "path",
         "operation",

@@ -26,7 +26,12 @@ from memwell.plugins import PluginRegistry
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 from memwell.tools import WRITE_TOOL_NAMES, tool_definitions
-from memwell.writing.agent_tools import MEMORY_EDIT_TOOL, MEMORY_RECENT_TOOL, MEMORY_WRITE_TOOL
+from memwell.writing.agent_tools import (
+    MEMORY_EDIT_TOOL,
+    MEMORY_RECENT_TOOL,
+    MEMORY_SUPERSEDE_TOOL,
+    MEMORY_WRITE_TOOL,
+)
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 DEADLINE_S = 60
@@ -81,7 +86,13 @@ def test_tools_match_the_agent_tool_definitions(workspace: Path, env: dict[str, 
         async with stdio_session(workspace, env) as session:
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
             assert "memory_search" in (session.instructions or "")
-        definitions = [*tool_definitions(), MEMORY_WRITE_TOOL, MEMORY_EDIT_TOOL, MEMORY_RECENT_TOOL]
+        definitions = [
+            *tool_definitions(),
+            MEMORY_WRITE_TOOL,
+            MEMORY_EDIT_TOOL,
+            MEMORY_SUPERSEDE_TOOL,
+            MEMORY_RECENT_TOOL,
+        ]
         expected = {d["function"]["name"]: d["function"] for d in definitions}
         # no capture tools on the builtin backend; context compression on every backend
         assert set(listed) == {*expected, "compress_context"}

@@ -156,6 +156,7 @@ def test_annotations_and_output_schemas(server: McpMemoryServer) -> None:
         "compress_context": (True, False, True),
         "memory_write": (False, False, False),
         "memory_edit": (False, True, False),
+        "memory_supersede": (False, True, False),
     }
 
     async def scenario() -> None:

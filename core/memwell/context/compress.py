@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import InvalidArgumentError
-from .salience import KINDS, entities, is_decision_or_preference, kinds_of, sentences
+from .salience import KINDS, entities, is_kept, kinds_of, sentences
 from .tokens import EstimatedTokens, TokenCounter
 from .transcript import Turn
 
@@ -27,6 +27,15 @@ NEAR_DUPLICATE = 0.9
 NEAR_DUPLICATE_MIN_WORDS = 5
 ENTITY_LIMIT = 25
 _WORD = re.compile(r"\w+")
+
+#: What compression never drops: every decision and every open task (tasks and reminders).
+KEPT_KINDS = ("decisions", "open_tasks")
+
+
+class BudgetTooSmallError(InvalidArgumentError):
+    """The budget cannot hold the conversation's decisions and open tasks: nothing is
+    returned rather than a digest without them."""
+
 
 #: Summarises turns in at most the given number of words. The default is
 #: :func:`extractive_summary`; a text-generation plugin can supply another.
@@ -122,8 +131,9 @@ def collapse_tool_output(text: str) -> str:
 
 def light(turns: Sequence[Turn]) -> tuple[list[Turn], int, int]:
     """Deterministic pass: exact duplicates and near-duplicates (same role) dropped, long
-    tool outputs collapsed; a user turn stating a decision or preference is only dropped as
-    an exact repeat. Returns the turns, how many were dropped and how many collapsed."""
+    tool outputs collapsed; a user or assistant turn stating a decision, a preference or a
+    task is only dropped as an exact repeat. Returns the turns, how many were dropped and how
+    many collapsed."""
     kept: list[Turn] = []
     seen: set[tuple[str, str]] = set()
     words_by_role: dict[str, list[frozenset[str]]] = {}
@@ -131,7 +141,7 @@ def light(turns: Sequence[Turn]) -> tuple[list[Turn], int, int]:
     for turn in turns:
         key = (turn.role, " ".join(turn.content.split()).lower())
         words = _words(turn.content)
-        protected = turn.role == "user" and is_decision_or_preference(turn.content)
+        protected = turn.role in ("user", "assistant") and is_kept(turn.content)
         earlier = words_by_role.setdefault(turn.role, [])
         if key in seen or (not protected and _near_duplicate(words, earlier)):
             dropped += 1
@@ -171,20 +181,30 @@ def salient_items(turns: Sequence[Turn]) -> dict[str, list[str]]:
 
 
 def extractive_summary(turns: Sequence[Turn], max_words: int) -> str:
-    """A summary made of the turns' own sentences: the opening request, then decisions,
-    requirements, preferences and open tasks, taken in turn until ``max_words``."""
+    """A summary made of the turns' own sentences: the opening request, every decision and
+    open task, then requirements and preferences taken in turn until ``max_words``."""
     items = salient_items(turns)
     first_user = next((t.content for t in turns if t.role == "user"), "")
     goal = sentences(first_user)[:1]
     lines: list[str] = [f"Goal: {goal[0]}"] if goal else []
-    words = sum(len(line.split()) for line in lines)
     order = ("decisions", "requirements", "preferences", "open_tasks")
     chosen: dict[str, list[str]] = {kind: [] for kind in order}
-    queues = {kind: [s for s in items[kind] if not goal or s != goal[0]] for kind in order}
+    for kind in KEPT_KINDS:
+        chosen[kind] = [
+            s for s in items[kind] if s not in chosen["decisions"] and (not goal or s != goal[0])
+        ]
+    words = sum(len(line.split()) for line in lines) + sum(
+        len(s.split()) + 1 for kind in KEPT_KINDS for s in chosen[kind]
+    )
+    queues = {
+        kind: [s for s in items[kind] if not goal or s != goal[0]]
+        for kind in order
+        if kind not in KEPT_KINDS
+    }
     progress = True
     while progress:
         progress = False
-        for kind in order:
+        for kind in queues:
             if not queues[kind]:
                 continue
             sentence = queues[kind].pop(0)
@@ -205,12 +225,20 @@ def extractive_summary(turns: Sequence[Turn], max_words: int) -> str:
     return "\n".join(lines)
 
 
+def _kept_items(turns: Sequence[Turn]) -> list[str]:
+    items = salient_items(turns)
+    return list(dict.fromkeys(s for kind in KEPT_KINDS for s in items[kind]))
+
+
 def _summary_turns(
     turns: list[Turn], budget: int, counter: TokenCounter, summarize: Summarize
 ) -> list[Turn] | None:
     for recent in range(min(RECENT_TURNS, len(turns) - 1), -1, -1):
         older, newer = turns[: len(turns) - recent], turns[len(turns) - recent :]
         text = summarize(older, SUMMARY_WORDS)
+        missing = [s for s in _kept_items(older) if s not in text]
+        if missing:  # a summariser that left a decision or task out: add it verbatim
+            text += "\nKept verbatim:\n" + "\n".join(f"- {s}" for s in missing)
         summary = Turn("system", f"Summary of {len(older)} earlier turns:\n{text}")
         candidate = [summary, *newer]
         if count_tokens(candidate, counter) <= budget:
@@ -220,8 +248,8 @@ def _summary_turns(
 
 # -- heavy ------------------------------------------------------------------------------------
 
-#: Lists trimmed first when the digest does not fit (decisions last).
-_TRIM_ORDER = ("entities", "open_tasks", "requirements", "preferences", "decisions")
+#: Lists trimmed, in this order, when the digest does not fit; decisions and open tasks never.
+_TRIM_ORDER = ("entities", "requirements", "preferences")
 
 
 def digest(turns: Sequence[Turn]) -> dict[str, Any]:
@@ -246,12 +274,19 @@ def _fit_digest(
     data: dict[str, Any], budget: int, counter: TokenCounter
 ) -> tuple[dict[str, Any], int]:
     """Drop list items, least important first, until the digest fits; returns it and how
-    many items were dropped."""
+    many items were dropped.
+
+    :raises BudgetTooSmallError: the decisions and open tasks alone do not fit.
+    """
     trimmed = 0
-    while count_tokens([_heavy_turn(data)], counter) > budget:
+    while (size := count_tokens([_heavy_turn(data)], counter)) > budget:
         key = next((k for k in _TRIM_ORDER if data[k]), None)
         if key is None:
-            break
+            kept = sum(len(data[k]) for k in KEPT_KINDS)
+            raise BudgetTooSmallError(
+                f"a budget of {budget} tokens cannot hold the conversation's {kept} decisions "
+                f"and open tasks ({size} tokens in the smallest digest); raise the budget"
+            )
         data[key] = data[key][:-1]
         trimmed += 1
     return data, trimmed
@@ -269,13 +304,14 @@ def compress(
 ) -> Compressed:
     """Fit ``turns`` into ``budget`` tokens by the usage policy (:func:`level_for`).
 
-    A level whose result does not fit gives way to the next one; the heavy digest drops its
-    least important items until it fits (``fits`` is false only when even an empty digest
-    is too large).
+    A level whose result does not fit gives way to the next one; every level keeps every
+    decision and open task; the heavy digest drops entities, requirements and preferences
+    (in that order) until it fits.
 
     :param counter: token counter (default :class:`~memwell.context.tokens.EstimatedTokens`).
     :param summarize: the summary level's summariser (default :func:`extractive_summary`).
     :raises ValueError: ``budget`` is not positive.
+    :raises BudgetTooSmallError: the budget cannot hold the decisions and open tasks.
     """
     if budget <= 0:
         raise InvalidArgumentError(f"budget must be a positive number of tokens, got {budget}")

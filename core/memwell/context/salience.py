@@ -1,8 +1,13 @@
 """What must survive compression: requirements, decisions, preferences and open tasks.
 
-Patterns are English; a sentence may fall in several kinds. Used by the light pass (user
-decisions and preferences are never dropped as near-duplicates), the extractive summary and
-the heavy digest.
+Patterns are English; a sentence may fall in several kinds. Used by the light pass
+(decisions, preferences and tasks are never dropped as near-duplicates), the extractive summary
+and the heavy digest, which keep every decision and every open task (explicit tasks and
+reminders: "TODO", "remind me", "we must", "next step"...).
+
+Entities are names: capitalised words and phrases, code spans and paths. A capitalised word
+that starts a sentence ("Can", "First", "Noted") counts only when the conversation also
+writes it capitalised inside a sentence, or it is no plain word (``PostgreSQL``, ``K8s``).
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ _PATTERNS: dict[Kind, re.Pattern[str]] = {
         re.IGNORECASE,
     ),
     "open_tasks": re.compile(
-        r"\b(?:todo|to-do|next step|open question|follow[- ]up|pending|remaining|still need"
-        r"|need to|action item|tbd|not (?:yet )?done|later)\b",
+        r"\b(?:todo|to-do|next steps?|open question|follow[- ]up|pending|remaining|still need"
+        r"|need to|action item|tbd|not (?:yet )?done|later|remind (?:me|us)|reminder"
+        r"|(?:don'?t|do not) forget|make sure (?:to|we|you)|we (?:must|should|have to)"
+        r"|i (?:must|will|'ll)|(?:you|we)(?:'ll| will) need)\b",
         re.IGNORECASE,
     ),
 }
@@ -42,6 +49,9 @@ _ENTITY = re.compile(
     r"|((?:https?://|\.{0,2}/)?[\w.-]+/[\w./-]*\w)"  # paths and URLs
     r"|\b([A-Z][a-zA-Z0-9]+(?:[ -][A-Z][a-zA-Z0-9]+)*)\b"  # Capitalised names
 )
+#: Where a sentence starts: the text's start, after ``.!?:``, a line break or a list marker.
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*(?:[-*+>]\s+|\d+[.)]\s+)?)$")
+_PLAIN_WORD = re.compile(r"[A-Z][a-z]+")
 _NOT_ENTITIES = frozenset(
     [
         "I",
@@ -113,20 +123,42 @@ def is_decision_or_preference(text: str) -> bool:
     return bool(_PATTERNS["decisions"].search(text) or _PATTERNS["preferences"].search(text))
 
 
+def is_kept(text: str) -> bool:
+    """Whether ``text`` states a decision, a preference or an open task: never dropped."""
+    return is_decision_or_preference(text) or bool(_PATTERNS["open_tasks"].search(text))
+
+
+def _initial(text: str, start: int) -> bool:
+    """Whether the match at ``start`` begins a sentence."""
+    return _SENTENCE_START.search(text[max(0, start - 8) : start]) is not None
+
+
 def entities(texts: list[str], limit: int) -> list[str]:
-    """The ``limit`` most mentioned names, code spans and paths, first mention breaking ties."""
-    counts: Counter[str] = Counter()
-    first: dict[str, int] = {}
+    """The ``limit`` most mentioned names, code spans and paths, first mention breaking ties
+    (see the module docstring for what is a name)."""
+    found: list[tuple[str, bool]] = []  # (name, whether its first word starts a sentence)
+    inside: set[str] = set()  # capitalised words seen inside a sentence
     for text in texts:
         for match in _ENTITY.finditer(text):
             name = next(group for group in match.groups() if group)
+            initial = match.group(3) is not None and _initial(text, match.start())
             words = name.split(" ")
             while words and words[0] in _NOT_ENTITIES:  # a sentence's first word is no name
                 words.pop(0)
-            name = " ".join(words)
-            if name in _NOT_ENTITIES or len(name) < 2:
-                continue
-            counts[name] += 1
-            first.setdefault(name, len(first))
+                initial = False
+            if match.group(3) is not None:
+                inside.update(words[1:] if initial else words)
+            found.append((" ".join(words), initial))
+    counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for name, initial in found:
+        if initial and name.split(" ")[0] not in inside:
+            head, _, rest = name.partition(" ")
+            if _PLAIN_WORD.fullmatch(head):
+                name = rest  # "Noted Postgres" -> "Postgres"; "Can" -> ""
+        if name in _NOT_ENTITIES or len(name) < 2:
+            continue
+        counts[name] += 1
+        first.setdefault(name, len(first))
     ranked = sorted(counts, key=lambda name: (-counts[name], first[name]))
     return ranked[:limit]

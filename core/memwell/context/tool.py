@@ -8,7 +8,7 @@ from typing import Any
 
 from ..descriptors import READ_ONLY, AgentTool
 from ..recall.manager import unwrap
-from .compress import compress
+from .compress import BudgetTooSmallError, compress
 from .tokens import TokenCounter, counter_for
 from .transcript import turn_from_message
 
@@ -19,7 +19,9 @@ COMPRESS_TOOL: dict[str, Any] = {
         "description": (
             "Fit a conversation into a token budget: returns the level applied (none, light, "
             "summary or heavy, by context usage), the token counts and the turns to use "
-            "instead, keeping decisions, preferences, requirements and open tasks."
+            "instead, keeping every decision and open task (and preferences and requirements "
+            "as the budget allows). A budget too small for the decisions and tasks gives an "
+            "error, never a digest without them."
         ),
         "parameters": {
             "type": "object",
@@ -58,7 +60,8 @@ def memory_token_counter(manager: object) -> TokenCounter:
 
 
 def run_compress(arguments: Mapping[str, Any], counter: TokenCounter) -> dict[str, Any]:
-    """Execute ``compress_context``; bad arguments give an ``error`` payload, never raise.
+    """Execute ``compress_context``; bad arguments, and a budget too small for the
+    conversation's decisions and open tasks, give an ``error`` payload, never raise.
 
     The turns returned are conversation text (recalled memory among it), so the payload is
     marked ``untrusted_data`` like the memory tools'.
@@ -74,7 +77,11 @@ def run_compress(arguments: Mapping[str, Any], counter: TokenCounter) -> dict[st
         error = f"budget_tokens must be a positive integer, got {budget!r}"
         return {"error": error, "untrusted_data": True}
     turns = [t for t in (turn_from_message(m) for m in messages) if t is not None]
-    return {**compress(turns, budget, counter=counter).to_dict(), "untrusted_data": True}
+    try:
+        result = compress(turns, budget, counter=counter)
+    except BudgetTooSmallError as exc:
+        return {"error": str(exc), "reason": "budget_too_small", "untrusted_data": True}
+    return {**result.to_dict(), "untrusted_data": True}
 
 
 def compress_tool(manager: object) -> AgentTool:

@@ -23,18 +23,25 @@ to sum to 1. A candidate needs ``signals >= min_recall_count`` (3), ``max(distin
 recall days) >= min_unique_queries`` (2) and a score of at least ``min_score`` (0.75); it is
 then ranked by score, recall count, path.
 
-:func:`promote` appends the chosen snippets to ``MEMORY.md`` through the memory writer, under
-``## Promoted From Short-Term Memory (YYYY-MM-DD)``, one bullet each with its score and source
-``path:start-end``, preceded by a ``<!-- memwell-promotion:<key> -->`` marker. A snippet whose
-marker or text is in ``MEMORY.md`` already is never appended again, and promoted chunks are
-marked in the sidecar, so running it twice appends once.
+:func:`promote` then takes, of each chosen chunk, only the lines searches actually matched
+(the tracker's line-level evidence): a line needs ``min_recall_count`` recalls by
+``min_unique_queries`` distinct queries of its own. It appends them to ``MEMORY.md`` through
+the memory writer under ``## Promoted From Short-Term Memory (YYYY-MM-DD)``, one bullet per
+source line in the source's own form (:mod:`memwell.curation.promoted_lines`), leaving out
+lines MEMORY.md already says (also near-duplicates and superseded facts) and superseded lines.
+Scores and sources stay out of MEMORY.md: they go to the sidecar
+(:mod:`memwell.curation.promotion_undo`), with the file's bytes before, so that
+:func:`~memwell.curation.promotion_undo.undo_last` restores it byte for byte. A promotion only
+ever adds lines; running it twice appends once.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -42,11 +49,16 @@ from pathlib import Path
 import msgspec
 
 from ..config import MemwellSettings, PromotionSettings, PromotionWeights
+from ..errors import MemwellError
 from ..manager import MemorySearchManager
 from ..records import Record
 from ..sources.paths import read_memory_file
-from ..writing.atomic import write_lock
+from ..writing.atomic import FileState, read_state, replace_file, write_lock
+from ..writing.supersede import parse_superseded
+from ..writing.targets import resolve_write_path
 from ..writing.writer import MemoryWriter
+from .promoted_lines import MemoryLines, as_bullet
+from .promotion_undo import PromotedLine, UndoResult, save_undo, undo_last
 from .tracking import Clock, RecallEntry, RecallTracker
 
 SECTION_TITLE = "Promoted From Short-Term Memory"
@@ -225,7 +237,8 @@ class SkippedCandidate(Record, kw_only=True):
 
 
 class PromotionResult(Record, kw_only=True):
-    """What :func:`promote` did: the ranking, what it appended, what it skipped."""
+    """What :func:`promote` did: the ranking, the chunks it appended lines of, what it
+    skipped, and ``lines``: exactly the lines written (or, for a dry run, that would be)."""
 
     dry_run: bool
     memory_file: str
@@ -233,58 +246,22 @@ class PromotionResult(Record, kw_only=True):
     candidates: list[PromotionCandidate]
     appended: list[PromotionCandidate] = msgspec.field(default_factory=list)
     skipped: list[SkippedCandidate] = msgspec.field(default_factory=list)
-
-
-def bullet(candidate: PromotionCandidate, text: str) -> str:
-    """The marker line and the bullet of one promoted snippet."""
-    return (
-        f"<!-- {MARKER_PREFIX}{candidate.key} -->\n"
-        f"- {text} [score={candidate.score:.3f} recalls={candidate.recall_count} "
-        f"avg={candidate.avg_score:.3f} source={candidate.source}]"
-    )
-
-
-def _relocate(lines: Sequence[str], target: str, start: int) -> tuple[int, int] | None:
-    """The line range whose text (headings left out) begins with ``target`` (nearest to
-    ``start``), if any."""
-    found: list[tuple[int, int]] = []
-    for first in range(len(lines)):
-        if not lines[first].strip() or _HEADING.match(lines[first]):
-            continue
-        text = ""
-        for last in range(first, len(lines)):
-            if _HEADING.match(lines[last]):
-                continue
-            text = normalize_snippet(f"{text} {lines[last]}")
-            if text.startswith(target):
-                found.append((first + 1, last + 1))
-                break
-            if not target.startswith(text):
-                break
-    return min(found, key=lambda r: abs(r[0] - start)) if found else None
+    lines: list[PromotedLine] = msgspec.field(default_factory=list)
 
 
 @dataclass
 class _Workspace:
     root: Path
     settings: MemwellSettings
-    memory_text: str = ""
+    memory: MemoryLines = field(default_factory=lambda: MemoryLines(""))
     markers: set[str] = field(default_factory=set)
+    files: dict[str, list[str]] = field(default_factory=dict)
 
-    def read(self, rel_path: str) -> str:
-        return read_memory_file(self.root, rel_path, extra_paths=self.settings.extra_paths).text
-
-
-def _rehydrate(
-    ws: _Workspace, candidate: PromotionCandidate, target: str
-) -> PromotionCandidate | None:
-    """The candidate at the lines of the source file that now hold ``target`` (its
-    :func:`promoted_text`), or ``None`` if they are gone."""
-    lines = ws.read(candidate.path).splitlines()
-    span = _relocate(lines, target, candidate.start_line)
-    if span is None:
-        return None
-    return candidate.model_copy(update={"start_line": span[0], "end_line": span[1]})
+    def lines(self, rel_path: str) -> list[str]:
+        if rel_path not in self.files:
+            text = read_memory_file(self.root, rel_path, extra_paths=self.settings.extra_paths).text
+            self.files[rel_path] = text.splitlines()
+        return self.files[rel_path]
 
 
 def promote(
@@ -310,15 +287,27 @@ def promote(
     :raises sqlite3.Error: the sidecar cannot be read.
     """
     now = (clock or (lambda: datetime.now().astimezone()))()
-    known = tracker or getattr(manager, "tracker", None)
-    store = known if isinstance(known, RecallTracker) else None
-    own = store is None
-    store = store or RecallTracker.for_workspace(workspace, settings)
-    try:
+    with _sidecar(manager, workspace, settings, tracker) as store:
         return _promote(manager, workspace, settings, store, now, dry_run, limit, include_promoted)
+
+
+@contextmanager
+def _sidecar(
+    manager: MemorySearchManager,
+    workspace: Path,
+    settings: MemwellSettings,
+    tracker: RecallTracker | None,
+) -> Iterator[RecallTracker]:
+    """``tracker``, else the manager's, else the workspace's (closed after use)."""
+    known = tracker or getattr(manager, "tracker", None)
+    if isinstance(known, RecallTracker):
+        yield known
+        return
+    store = RecallTracker.for_workspace(workspace, settings)
+    try:
+        yield store
     finally:
-        if own:
-            store.close()
+        store.close()
 
 
 def _promote(
@@ -335,53 +324,145 @@ def _promote(
     heading = f"{SECTION_TITLE} ({now.date().isoformat()})"
     lock = workspace / settings.index_dir / LOCK_FILE_NAME
     with write_lock(lock, settings.write.lock_timeout_seconds):
+        entries = store.entries()
         ranked = rank_candidates(
-            store.entries(), settings.promotion, now, include_promoted=include_promoted
+            entries, settings.promotion, now, include_promoted=include_promoted
         )
-        chosen = ranked[:limit] if limit is not None else ranked
+        every = rank_candidates(entries, settings.promotion, now, include_promoted=True)
+        chosen = every[:limit] if limit is not None else every
         memory_file = writer.root_file()
         ws = _Workspace(workspace, settings)
-        ws.memory_text = ws.read(memory_file)
-        ws.markers = set(_MARKER.findall(ws.memory_text))
+        memory_text = _read(ws, memory_file)
+        ws.memory = MemoryLines(memory_text)
+        ws.markers = set(_MARKER.findall(memory_text))
         result = PromotionResult(
             dry_run=dry_run, memory_file=memory_file, heading=heading, candidates=ranked
         )
-        if dry_run:
+        by_key = {entry.key: entry for entry in entries}
+        _select(ws, chosen, by_key, settings.promotion, result)
+        if dry_run or not result.lines:
             return result
-        blocks, present = _select(ws, chosen, result)
-        if blocks:
-            writer.append("\n".join(blocks), heading=heading)
-        store.mark_promoted([c.key for c in result.appended] + present)
+        real, _ = resolve_write_path(workspace, memory_file)
+        before = read_state(real)
+        writer.append(
+            "\n".join(line.text for line in result.lines), heading=heading, supersede=False
+        )
+        after = read_state(real)
+        _check_kept(real, before.data, after)
+        save_undo(
+            workspace,
+            settings,
+            memory_file,
+            before.data if before.exists else None,
+            after.data,
+            result.lines,
+            now,
+        )
+        store.mark_promoted([c.key for c in result.appended])
     return result
 
 
+def _read(ws: _Workspace, rel_path: str) -> str:
+    return "\n".join(ws.lines(rel_path))
+
+
+def _check_kept(real: Path, before: bytes, after: FileState) -> None:
+    """Undo the append (and raise) if any line the file had before is gone from it."""
+    had = Counter(before.decode("utf-8", "surrogateescape").splitlines())
+    has = Counter(after.data.decode("utf-8", "surrogateescape").splitlines())
+    if had - has:
+        replace_file(real, before, after)
+        raise MemwellError("the promotion would have removed lines from MEMORY.md; undone")
+
+
+def _source_line(ws: _Workspace, path: str, number: int, text: str) -> int | None:
+    """Where the line recorded as ``text`` at ``number`` of ``path`` is now, if anywhere."""
+    lines = ws.lines(path)
+    if 0 < number <= len(lines) and lines[number - 1] == text:
+        return number
+    same = [i for i, line in enumerate(lines, start=1) if line == text]
+    return same[0] if len(same) == 1 else None
+
+
+def _skip(result: PromotionResult, key: str, source: str, reason: str) -> None:
+    result.skipped.append(SkippedCandidate(key=key, source=source, reason=reason))
+
+
 def _select(
-    ws: _Workspace, chosen: Sequence[PromotionCandidate], result: PromotionResult
-) -> tuple[list[str], list[str]]:
-    """The bullets to append (filling ``result``), and the keys already in MEMORY.md."""
-    existing = normalize_snippet(ws.memory_text)
-    blocks: list[str] = []
-    present: list[str] = []
+    ws: _Workspace,
+    chosen: Sequence[PromotionCandidate],
+    entries: dict[str, RecallEntry],
+    gates: PromotionSettings,
+    result: PromotionResult,
+) -> None:
+    """Fill ``result.lines`` (and ``appended`` / ``skipped``) with the recalled lines of
+    ``chosen`` that qualify and that MEMORY.md does not say yet."""
     for candidate in chosen:
-        text = promoted_text(candidate.snippet)
-        if candidate.key in ws.markers or text in existing:
-            present.append(candidate.key)
-            result.skipped.append(
-                SkippedCandidate(
-                    key=candidate.key, source=candidate.source, reason="already in MEMORY.md"
-                )
-            )
+        if candidate.key in ws.markers:
+            _skip(result, candidate.key, candidate.source, "already in MEMORY.md")
+        elif not entries[candidate.key].line_hits:
+            reason = "no line-level recall evidence yet (recorded before lines were tracked)"
+            _skip(result, candidate.key, candidate.source, reason)
+        elif _select_lines(ws, candidate, entries[candidate.key], gates, result):
+            result.appended.append(candidate)
+
+
+def _select_lines(
+    ws: _Workspace,
+    candidate: PromotionCandidate,
+    entry: RecallEntry,
+    gates: PromotionSettings,
+    result: PromotionResult,
+) -> bool:
+    """Add the qualifying recalled lines of one chunk to ``result``; whether any was."""
+    added = False
+    for number_text, line in sorted(entry.line_hits.items(), key=lambda item: int(item[0])):
+        if line.count < gates.min_recall_count or len(line.queries) < gates.min_unique_queries:
             continue
-        current = _rehydrate(ws, candidate, text)
-        if current is None:
-            result.skipped.append(
-                SkippedCandidate(
-                    key=candidate.key,
-                    source=candidate.source,
-                    reason="the snippet is no longer in its file",
-                )
-            )
+        number = _source_line(ws, candidate.path, int(number_text), line.text)
+        source = f"{candidate.path}#L{number or number_text}"
+        if number is None:
+            _skip(result, candidate.key, source, "the line is no longer in its file")
             continue
-        blocks.append(bullet(current, text))
-        result.appended.append(current)
-    return blocks, present
+        if parse_superseded(line.text) is not None:
+            _skip(result, candidate.key, source, "the line is superseded in its file")
+            continue
+        text = as_bullet(line.text)
+        reason = ws.memory.why_not(text)
+        if reason is not None:
+            _skip(result, candidate.key, source, reason)
+            continue
+        ws.memory.add([text])
+        result.lines.append(
+            PromotedLine(
+                text=text,
+                source=source,
+                key=candidate.key,
+                score=candidate.score,
+                recalls=line.count,
+                queries=len(line.queries),
+            )
+        )
+        added = True
+    return added
+
+
+def undo_promotion(
+    manager: MemorySearchManager,
+    workspace: Path,
+    settings: MemwellSettings,
+    *,
+    tracker: RecallTracker | None = None,
+) -> UndoResult:
+    """Restore MEMORY.md byte for byte to its state before the last promotion, forget that
+    its chunks were promoted and sync the index.
+
+    :raises MemwellError: no promotion to undo, or MEMORY.md changed since (nothing changed).
+    """
+    lock = workspace / settings.index_dir / LOCK_FILE_NAME
+    with write_lock(lock, settings.write.lock_timeout_seconds):
+        result, keys = undo_last(workspace, settings)
+    with _sidecar(manager, workspace, settings, tracker) as store:
+        store.unmark_promoted(keys)
+    manager.sync(reason="write")
+    return result

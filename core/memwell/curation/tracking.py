@@ -4,7 +4,10 @@ The port of the reference's short-term recall store. For every hit a search retu
 entry of that chunk (``source:path:start:end``) counts one more recall, adds the hit's score
 to its total and its maximum, remembers the query's hash (the last 32) and the day (the last
 16 distinct local dates), refreshes its snippet and concept tags, and sets its first and last
-recall times. ``daily_count`` is the number of recalls on the entry's latest recall day. A
+recall times. Each recall also counts, per line, the chunk's lines that matched the query best
+(:func:`recalled_lines`; ``line_hits``), so that promotion copies the lines searches were
+after, not their neighbours. ``daily_count`` is the number of recalls on the entry's latest
+recall day. A
 later :meth:`~RecallTracker.record_read` of lines that overlap a recalled chunk (the agent's
 ``memory_get``, ``memwell get``) grounds it: ``grounded_count`` goes up and the chunk's mean
 score is added once more, so grounding raises frequency and consolidation without changing
@@ -20,6 +23,7 @@ in ``status().recall_tracking``.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import itertools
 import sqlite3
@@ -77,17 +81,32 @@ CREATE TABLE IF NOT EXISTS recalls (
     query_hashes TEXT NOT NULL,
     recall_days TEXT NOT NULL,
     concept_tags TEXT NOT NULL,
-    promoted_at TEXT
+    promoted_at TEXT,
+    line_hits TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS recalls_path ON recalls(path);
 """
-_JSON = msgspec.json.Encoder()
-_STRINGS = msgspec.json.Decoder(list[str])
 _COLUMNS = (
     "key, path, start_line, end_line, source, snippet, recall_count, daily_count, "
     "grounded_count, total_score, max_score, first_recalled_at, last_recalled_at, "
-    "query_hashes, recall_days, concept_tags, promoted_at"
+    "query_hashes, recall_days, concept_tags, promoted_at, line_hits"
 )
+#: Distinct query hashes kept per recalled line.
+MAX_LINE_QUERIES = 16
+
+
+class LineEvidence(msgspec.Struct):
+    """One line of a chunk that searches matched: its text then, how often it was the
+    chunk's best match for a query, and by which queries (their hashes, the last 16)."""
+
+    text: str
+    count: int = 0
+    queries: list[str] = msgspec.field(default_factory=list)
+
+
+_JSON = msgspec.json.Encoder()
+_STRINGS = msgspec.json.Decoder(list[str])
+_LINES = msgspec.json.Decoder(dict[str, LineEvidence])
 
 
 def query_hash(query: str) -> str:
@@ -105,6 +124,24 @@ def concept_tags(path: str, snippet: str) -> list[str]:
     del path  # the reference also mines the path; memwell's paths are dates and topics
     tags = (t for t in iter_keywords(snippet) if len(t) >= 3 or not t.isascii())
     return list(itertools.islice(tags, MAX_CONCEPT_TAGS))
+
+
+def recalled_lines(snippet: str, start_line: int, query: str) -> list[tuple[int, str]]:
+    """The lines of a hit's ``snippet`` (its first line is ``start_line``) that match
+    ``query`` best: most of its keywords, at least one. Headings are never recalled lines."""
+    wanted = set(iter_keywords(query))
+    if not wanted:
+        return []
+    scored: list[tuple[int, int, str]] = []
+    for offset, line in enumerate(snippet.split("\n")):
+        text = line.rstrip("\r")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        matched = len(wanted.intersection(iter_keywords(text)))
+        if matched:
+            scored.append((matched, start_line + offset, text))
+    best = max((m for m, _, _ in scored), default=0)
+    return [(number, text) for matched, number, text in scored if matched == best]
 
 
 def _recent_distinct(values: Sequence[str], new: str, limit: int) -> list[str]:
@@ -132,6 +169,7 @@ class RecallEntry(msgspec.Struct):
     recall_days: list[str] = msgspec.field(default_factory=list)
     concept_tags: list[str] = msgspec.field(default_factory=list)
     promoted_at: str | None = None
+    line_hits: dict[str, LineEvidence] = msgspec.field(default_factory=dict)
 
     @property
     def signal_count(self) -> int:
@@ -157,6 +195,7 @@ class RecallEntry(msgspec.Struct):
             _JSON.encode(self.recall_days).decode(),
             _JSON.encode(self.concept_tags).decode(),
             self.promoted_at,
+            _JSON.encode(self.line_hits).decode(),
         )
 
     @classmethod
@@ -164,18 +203,21 @@ class RecallEntry(msgspec.Struct):
         values = list(row)
         for index in (13, 14, 15):
             values[index] = _STRINGS.decode(str(values[index]))
+        values[17] = _LINES.decode(str(values[17] or "{}"))
         return cls(*values)  # type: ignore[arg-type]
 
 
 def _save(conn: sqlite3.Connection, entries: Iterable[RecallEntry]) -> None:
     conn.executemany(
-        f"INSERT OR REPLACE INTO recalls VALUES ({', '.join('?' * 17)})",
+        f"INSERT OR REPLACE INTO recalls ({_COLUMNS}) VALUES ({', '.join('?' * 18)})",
         (entry._row() for entry in entries),
     )
 
 
-def _recall(entry: RecallEntry, when: _When, qhash: str, hit: MemorySearchResult) -> None:
-    """Count one recall of ``entry`` by the query ``qhash`` at ``when``."""
+def _recall(
+    entry: RecallEntry, when: _When, query: str, qhash: str, hit: MemorySearchResult
+) -> None:
+    """Count one recall of ``entry`` by ``query`` (hash ``qhash``) at ``when``."""
     same_day = bool(entry.recall_days) and entry.recall_days[-1] == when.day
     entry.daily_count = entry.daily_count + 1 if same_day else 1
     entry.recall_count += 1
@@ -186,6 +228,12 @@ def _recall(entry: RecallEntry, when: _When, qhash: str, hit: MemorySearchResult
     if snippet != entry.snippet or not entry.concept_tags:  # else its tags are this one's
         entry.concept_tags = concept_tags(hit.path, snippet) or entry.concept_tags
     entry.snippet = snippet
+    for number, text in recalled_lines(snippet, hit.start_line, query):
+        line = entry.line_hits.get(str(number))
+        if line is None or line.text != text:  # a new line, or the file changed under it
+            line = entry.line_hits[str(number)] = LineEvidence(text)
+        line.count += 1
+        line.queries = _recent_distinct(line.queries, qhash, MAX_LINE_QUERIES)
     entry.query_hashes = _recent_distinct(entry.query_hashes, qhash, MAX_QUERY_HASHES)
     entry.recall_days = _recent_distinct(entry.recall_days, when.day, MAX_RECALL_DAYS)
 
@@ -273,6 +321,12 @@ class RecallTracker:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(recalls)")}
+                if "line_hits" not in columns:  # a sidecar from before line-level evidence
+                    with contextlib.suppress(sqlite3.OperationalError):  # another process won
+                        conn.execute(
+                            "ALTER TABLE recalls ADD COLUMN line_hits TEXT NOT NULL DEFAULT '{}'"
+                        )
             except BaseException:
                 conn.close()
                 raise
@@ -415,18 +469,19 @@ class RecallTracker:
 
     def _recall_all(self, conn: sqlite3.Connection, jobs: Sequence[_Searches]) -> None:
         """Count every hit of the jobs' searches: one read of their entries, one write."""
-        counted: list[tuple[_When, str, dict[str, MemorySearchResult]]] = []
+        counted: list[tuple[_When, str, str, dict[str, MemorySearchResult]]] = []
         for job in jobs:
             when = _When.of(job.moment)
             counted.extend(
                 (
                     when,
+                    query,
                     query_hash(query),
                     {entry_key(r.source, r.path, r.start_line, r.end_line): r for r in hits},
                 )
                 for query, hits in job.searches
             )
-        keys = list(dict.fromkeys(key for _, _, hits in counted for key in hits))
+        keys = list(dict.fromkeys(key for *_, hits in counted for key in hits))
         entries: dict[str, RecallEntry] = {}
         for start in range(0, len(keys), _KEYS_PER_READ):
             part = keys[start : start + _KEYS_PER_READ]
@@ -435,7 +490,7 @@ class RecallTracker:
                 part,
             )
             entries.update((str(row[0]), RecallEntry._from_row(row)) for row in rows)
-        for when, qhash, hits in counted:
+        for when, query, qhash, hits in counted:
             for key, hit in hits.items():
                 entry = entries.get(key)
                 if entry is None:
@@ -448,7 +503,7 @@ class RecallTracker:
                         bare_snippet(hit),
                         first_recalled_at=when.now,
                     )
-                _recall(entry, when, qhash, hit)
+                _recall(entry, when, query, qhash, hit)
         _save(conn, entries.values())
 
     def _ground(self, conn: sqlite3.Connection, read: _Read) -> None:
@@ -465,6 +520,14 @@ class RecallTracker:
             entry.last_recalled_at = when.now
             entry.recall_days = _recent_distinct(entry.recall_days, when.day, MAX_RECALL_DAYS)
         _save(conn, entries)
+
+    def unmark_promoted(self, keys: Iterable[str]) -> None:
+        """Forget that these chunks were promoted (a promotion was undone)."""
+        self.flush()
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE recalls SET promoted_at = NULL WHERE key = ?", [(k,) for k in keys]
+            )
 
     def mark_promoted(self, keys: Iterable[str]) -> None:
         """Record that these chunks were promoted into MEMORY.md now."""

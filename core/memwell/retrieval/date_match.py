@@ -32,7 +32,7 @@ from memwell.retrieval.decay import date_from_path
 DAY_WINDOW = 7
 """A note dated up to this many days after a named day matches it."""
 
-_MONTHS = {
+MONTHS = {
     name: number
     for number, names in enumerate(
         (
@@ -53,7 +53,8 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+"""English month names and abbreviations (lowercase) by month number."""
+_MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"([0-3]?[0-9])(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)[0-9]{2})"
 # "13 October, 2023", "13th of Oct 2023" / "October 13, 2023", "Oct 13th" / "October 2023" /
@@ -73,7 +74,7 @@ _TIME_WORDS = lazy_pattern(
     re.IGNORECASE,
 )
 _BARE_MONTH = lazy_pattern(r"\b(?:in|during|of|since|until|early|late|mid)\s+" + _MONTH + r"\b")
-_MONTH_STEMS = tuple(sorted({name[:3] for name in _MONTHS}))
+_MONTH_STEMS = tuple(sorted({name[:3] for name in MONTHS}))
 """Every pattern above but ``_ISO`` matches one of these, and ``_ISO`` needs a digit and a
 ``-``: a query with neither names no date, and the patterns are neither compiled nor run."""
 
@@ -128,13 +129,13 @@ def _read_dates(text: str) -> list[DateSpan]:
         if 1 <= int(m.group(2)) <= 12:
             add(DateSpan(int(m.group(2)), int(m.group(1)), int(m.group(3))), m.span())
     for m in _DAY_MONTH.finditer(text):
-        add(DateSpan(_MONTHS[m.group(2)], _year(m.group(3)), int(m.group(1))), m.span())
+        add(DateSpan(MONTHS[m.group(2)], _year(m.group(3)), int(m.group(1))), m.span())
     for m in _MONTH_DAY.finditer(text):
-        add(DateSpan(_MONTHS[m.group(1)], _year(m.group(3)), int(m.group(2))), m.span())
+        add(DateSpan(MONTHS[m.group(1)], _year(m.group(3)), int(m.group(2))), m.span())
     for m in _MONTH_YEAR.finditer(text):
-        add(DateSpan(_MONTHS[m.group(1)], int(m.group(2))), m.span())
+        add(DateSpan(MONTHS[m.group(1)], int(m.group(2))), m.span())
     for m in _BARE_MONTH.finditer(text):
-        add(DateSpan(_MONTHS[m.group(1)]), m.span(1))
+        add(DateSpan(MONTHS[m.group(1)]), m.span(1))
     return spans
 
 

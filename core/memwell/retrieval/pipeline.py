@@ -1,6 +1,7 @@
 """The ranking stages every backend applies after retrieval, in the reference's order.
 
-fuse (weighted or RRF) -> temporal decay -> stable sort -> MMR -> score floor. Backends supply
+fuse (weighted or RRF) -> temporal decay -> stable sort -> superseded facts below their
+successors -> MMR -> score floor. Backends supply
 the candidate lists; these functions make the rest identical everywhere.
 """
 
@@ -18,6 +19,7 @@ from .dialogue import dialogue_weights
 from .fts_query import boost_terms, boosted_score, query_terms
 from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 from .mmr import mmr_rerank
+from .superseded import demote_superseded
 
 MtimeOf = Callable[[str], float | None]
 
@@ -25,7 +27,8 @@ MtimeOf = Callable[[str], float | None]
 def rank_candidates(
     items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf, query: str = ""
 ) -> list[Candidate]:
-    """Date-aware matching, temporal decay (when enabled), a stable sort by score, then MMR.
+    """Date-aware matching, temporal decay (when enabled), a stable sort by score, superseded
+    facts demoted (:func:`~memwell.retrieval.superseded.demote_superseded`), then MMR.
 
     ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files;
     hits in a dated note of a date ``query`` names, and hits that say when to a question
@@ -41,6 +44,7 @@ def rank_candidates(
             mtime_of=mtime_of,
         )
     ranked.sort(key=lambda c: c.score, reverse=True)
+    ranked = demote_superseded(ranked, query)
     if hybrid.mmr.enabled:
         ranked = mmr_rerank(ranked, lambda_=hybrid.mmr.lambda_)
     return ranked

@@ -1,5 +1,6 @@
-"""Agent tools over :class:`~memwell.writing.MemoryWriter`: ``memory_write``, ``memory_edit``
-and ``memory_recent`` (after basic-memory's write_note, edit_note and recent_activity).
+"""Agent tools over :class:`~memwell.writing.MemoryWriter`: ``memory_write``, ``memory_edit``,
+``memory_supersede`` and ``memory_recent`` (after basic-memory's write_note, edit_note and
+recent_activity).
 
 Executors never raise. A write gives ``{"written": true, "path", "start_line", "end_line",
 "citation", ...}``; a refusal ``{"written": false, "error", "reason"}``, with
@@ -97,6 +98,35 @@ MEMORY_EDIT_TOOL: dict[str, Any] = {
     },
 }
 
+MEMORY_SUPERSEDE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "memory_supersede",
+        "description": (
+            "Record that a remembered fact changed: saves new_text (like memory_write) and "
+            "marks the line of path holding old_text '(superseded <date> by <new line>)', "
+            "keeping the old line as history. Use it when you know a fact is outdated; "
+            "memory_write also marks lines it recognises as restated with a new value "
+            "(its result lists them under superseded). old_text must lie within one line "
+            f"and occur once in the file. {_DATA_NOT_INSTRUCTIONS}"
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file holding the old fact."},
+                "old_text": {"type": "string", "description": "Text of the outdated line."},
+                "new_text": {"type": "string", "description": "The fact as it is now."},
+                "file": {
+                    "type": "string",
+                    "description": "Where to save new_text (default: today's daily file).",
+                },
+            },
+            "required": ["path", "old_text", "new_text"],
+            "additionalProperties": False,
+        },
+    },
+}
+
 MEMORY_RECENT_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -141,8 +171,9 @@ RECENT_OUTPUT_SCHEMA: dict[str, Any] = {
 def _written(result: WriteResult) -> dict[str, Any]:
     payload: dict[str, Any] = {"written": True, **result.model_dump(mode="json")}
     payload["citation"] = format_citation(result.path, result.start_line, result.end_line)
-    if payload["index_error"] is None:
-        del payload["index_error"]
+    for optional in ("index_error", "supersede_error"):
+        if payload[optional] is None:
+            del payload[optional]
     return payload
 
 
@@ -187,6 +218,18 @@ def memory_edit(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]
         return _failed("memory_edit", exc, written=False)
 
 
+def memory_supersede(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Run ``memory_supersede`` (save the new fact, mark the old line). Never raises."""
+    try:
+        path = _string(args, "path", required=True) or ""
+        old = _string(args, "old_text", required=True) or ""
+        new = _string(args, "new_text", required=True) or ""
+        file = _string(args, "file", required=False)
+        return _written(writer.supersede(path, old, new, file=file))
+    except Exception as exc:
+        return _failed("memory_supersede", exc, written=False)
+
+
 def memory_recent(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]:
     """Run ``memory_recent``. Never raises."""
     try:
@@ -219,12 +262,13 @@ _CHANGES = ToolHints(read_only=False, destructive=True)
 _RUNNERS = (
     (MEMORY_WRITE_TOOL, memory_write, _ADDS, WRITE_OUTPUT_SCHEMA),
     (MEMORY_EDIT_TOOL, memory_edit, _CHANGES, WRITE_OUTPUT_SCHEMA),
+    (MEMORY_SUPERSEDE_TOOL, memory_supersede, _CHANGES, WRITE_OUTPUT_SCHEMA),
     (MEMORY_RECENT_TOOL, memory_recent, READ_ONLY, RECENT_OUTPUT_SCHEMA),
 )
 
 
 def write_tools(writer: MemoryWriter | None) -> list[AgentTool]:
-    """The tools for ``writer``: all three, or only ``memory_recent`` when writing is
+    """The tools for ``writer``: all four, or only ``memory_recent`` when writing is
     disabled (read-only agents), none without a writer."""
     if writer is None:
         return []

@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 
 from memwell.config import MemwellSettings, load_settings
-from memwell.errors import WriteRefusedError
-from memwell.lazy_import import lazy_logger
+from memwell.errors import MemwellError, PathNotAllowedError, WriteRefusedError
+from memwell.lazy_import import lazy_logger, lazy_module
 from memwell.manager import MemorySearchManager
 from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 from memwell.sources.redact import redact
@@ -33,7 +33,9 @@ from memwell.sources.redact import redact
 from . import edits
 from .atomic import read_state, replace_file, write_lock
 from .recent import recent_files
-from .results import Operation, RecentFile, WriteResult
+from .results import Operation, RecentFile, Supersession, WriteResult
+from .supersede import parse_superseded
+from .supersession import Confirm, find_candidates, mark_lines, new_fact_lines
 from .targets import DAILY_FORMAT, ensure_parent, resolve_write_path, target_path
 
 log = lazy_logger(__name__)
@@ -55,6 +57,8 @@ class MemoryWriter:
     :param workspace: the workspace directory.
     :param settings: the workspace's settings (``[write]`` and ``index_dir`` are used).
     :param clock: the local time, for the daily file's date (default: now).
+    :param confirm: asked ``(old line, new line)`` before an automatic supersession is kept
+        (see :func:`memwell.writing.confirm.text_generator_confirm`); default: none asked.
     """
 
     def __init__(
@@ -64,11 +68,14 @@ class MemoryWriter:
         settings: MemwellSettings | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
         self.manager = manager
         self.workspace = Path(os.path.realpath(workspace))
         self.settings = settings if settings is not None else MemwellSettings()
         self._clock = clock or (lambda: datetime.now().astimezone())
+        self.confirm = confirm
+        self._no_generator = False
 
     @property
     def enabled(self) -> bool:
@@ -84,14 +91,21 @@ class MemoryWriter:
         return f"{MEMORY_DIR}/{self._clock().strftime(DAILY_FORMAT)}.md"
 
     def append(
-        self, text: str, *, file: str | None = None, heading: str | None = None
+        self,
+        text: str,
+        *,
+        file: str | None = None,
+        heading: str | None = None,
+        supersede: bool = True,
     ) -> WriteResult:
         """Append ``text`` as a paragraph; create the file (and the heading) when missing.
 
         Without ``file`` the target is today's daily file, or ``MEMORY.md`` when ``heading``
         is given. ``file`` is a memory path or a topic name under ``memory/``. With
         ``heading``, the note goes at the end of that section. A new file under ``memory/``
-        starts with a ``# <name>`` title (``# YYYY-MM-DD`` for the daily file).
+        starts with a ``# <name>`` title (``# YYYY-MM-DD`` for the daily file). Older lines
+        the note states a new value for are marked superseded (``[write] supersede``; pass
+        ``supersede=False`` to skip the lookup for this write).
         """
         note = self._checked_text(text, "text")
         title = redact(heading) if heading is not None else None
@@ -110,7 +124,7 @@ class MemoryWriter:
                 return edits.append(current, note), False
             return edits.append_under_heading(current, title, note)
 
-        return self._write("append", target, note, edit, redacted)
+        return self._write("append", target, note, edit, redacted, supersede=supersede)
 
     def create(self, rel_path: str, text: str) -> WriteResult:
         """Create a new memory file holding ``text``; refused if the file exists."""
@@ -141,6 +155,67 @@ class MemoryWriter:
             return edits.replace_once(current, old, replacement), False
 
         return self._write("replace", target, replacement, edit, replacement != new)
+
+    def supersede(
+        self,
+        rel_path: str,
+        old: str,
+        new: str,
+        *,
+        file: str | None = None,
+        heading: str | None = None,
+    ) -> WriteResult:
+        """Append ``new`` (as :meth:`append` does) and mark the line of ``rel_path`` that
+        holds ``old`` superseded by it, whatever ``[write] supersede`` says.
+
+        Refused, with nothing written, unless ``old`` lies within exactly one line of the
+        file, and that line is not superseded already.
+        """
+        target = target_path(rel_path)
+        current = self._readable(target)
+        if current is None:
+            raise WriteRefusedError(f"{target} does not exist", reason="not_found")
+        if not old.strip() or "\n" in old.strip("\r\n"):
+            raise WriteRefusedError("old_text must be text within one line", reason="invalid")
+        needle = old.strip("\r\n")
+        holding = [
+            (number, line)
+            for number, line in enumerate(current.split("\n"), start=1)
+            if needle in line
+        ]
+        if not holding:
+            raise WriteRefusedError(f"old_text was not found in {target}", reason="not_found")
+        if len(holding) > 1 or current.count(needle) > 1:
+            raise WriteRefusedError(
+                f"old_text occurs more than once in {target}; pass a longer passage",
+                reason="not_unique",
+            )
+        number, line = holding[0]
+        line = line.removesuffix("\r")
+        if parse_superseded(line) is not None:
+            raise WriteRefusedError(f"{target}:{number} is superseded already", reason="exists")
+        written = self.append(new, file=file, heading=heading, supersede=False)
+        mark = Supersession(
+            path=resolve_write_path(self.workspace, target)[1],
+            line=number,
+            text=line,
+            by=f"{written.path}#L{written.start_line}",
+            attribute="explicit",
+            old_value=old,
+            new_value=new,
+        )
+        marked = self._mark([mark])
+        indexed, index_error = self._sync()
+        if not marked[0].marked:
+            log.warning("memwell: %s:%d changed before it could be marked", target, number)
+        return written.model_copy(
+            update={
+                "operation": "supersede",
+                "superseded": marked,
+                "indexed": indexed and written.indexed,
+                "index_error": index_error or written.index_error,
+            }
+        )
 
     def recent(self, limit: int = 10) -> list[RecentFile]:
         """The ``limit`` most recently changed memory files, newest first."""
@@ -178,25 +253,27 @@ class MemoryWriter:
         return redact(text)
 
     def _write(
-        self, operation: Operation, target: str, written: str, edit: Edit, redacted: bool
+        self,
+        operation: Operation,
+        target: str,
+        written: str,
+        edit: Edit,
+        redacted: bool,
+        *,
+        supersede: bool = True,
     ) -> WriteResult:
         real, display = resolve_write_path(self.workspace, target)
         with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
-            for attempt in range(_CHANGED_FILE_RETRIES):
-                state = read_state(real)
-                change, heading_created = edit(
-                    state.data.decode("utf-8", "surrogateescape"), state.exists
-                )
-                data = change.text.encode("utf-8", "surrogateescape")
-                if not state.exists:
-                    ensure_parent(self.workspace, real, display)
-                try:
-                    replace_file(real, data, state)
-                    break
-                except WriteRefusedError as exc:
-                    if exc.reason != "busy" or attempt == _CHANGED_FILE_RETRIES - 1:
-                        raise
+            change, heading_created, created, data = self._edit_file(real, display, edit)
         indexed, index_error = self._sync()
+        superseded: list[Supersession] = []
+        supersede_error: str | None = None
+        if supersede and self.settings.write.supersede != "off":
+            lines = change.text.split("\n")[change.start_line - 1 : change.end_line]
+            written_lines = new_fact_lines("\n".join(lines), change.start_line)
+            superseded, supersede_error = self._supersede_found(display, written_lines)
+            if any(s.marked for s in superseded):
+                indexed, index_error = self._sync()
         return WriteResult(
             path=display,
             operation=operation,
@@ -204,12 +281,122 @@ class MemoryWriter:
             end_line=change.end_line,
             bytes_written=len(written.encode("utf-8")),
             file_bytes=len(data),
-            created=not state.exists,
+            created=created,
             heading_created=heading_created,
             redacted=redacted,
             indexed=indexed,
             index_error=index_error,
+            superseded=superseded,
+            supersede_error=supersede_error,
         )
+
+    def _edit_file(
+        self, real: Path, display: str, edit: Edit
+    ) -> tuple[edits.Edit, bool, bool, bytes]:
+        """Apply ``edit`` to the file (the lock held): the edit, whether it created a heading,
+        whether it created the file, and the new bytes. A file changed under the edit by
+        another editor is read again and the edit redone."""
+        for attempt in range(_CHANGED_FILE_RETRIES):
+            state = read_state(real)
+            change, heading_created = edit(
+                state.data.decode("utf-8", "surrogateescape"), state.exists
+            )
+            data = change.text.encode("utf-8", "surrogateescape")
+            if not state.exists:
+                ensure_parent(self.workspace, real, display)
+            try:
+                replace_file(real, data, state)
+                return change, heading_created, not state.exists, data
+            except WriteRefusedError as exc:
+                if exc.reason != "busy" or attempt == _CHANGED_FILE_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _readable(self, rel_path: str) -> str | None:
+        """A writable memory file's text, ``None`` for any other (extra paths are read-only)."""
+        try:
+            real, _ = resolve_write_path(self.workspace, rel_path)
+            return read_state(real).data.decode("utf-8", "surrogateescape")
+        except (MemwellError, OSError):
+            return None
+
+    def _supersede_found(
+        self, path: str, written: list[tuple[int, str]]
+    ) -> tuple[list[Supersession], str | None]:
+        """The older lines ``written`` supersede, marked unless ``[write] supersede =
+        "suggest"``, and what went wrong (logged too): a failed lookup finds nothing, a
+        file that refused its marker keeps its line unmarked."""
+        if not written:
+            return [], None
+        try:
+            found = find_candidates(
+                self.manager, self._readable, path, written, confirm=self._confirmation()
+            )
+        except Exception as exc:
+            error = f"looking for superseded lines failed: {type(exc).__name__}: {exc}"
+            log.warning("memwell: written, but %s", error)
+            return [], error
+        if self.settings.write.supersede == "auto" and found:
+            marked = self._mark(found)
+            missed = sorted({s.path for s in marked if not s.marked})
+            return marked, f"could not mark lines in {', '.join(missed)}" if missed else None
+        return found, None
+
+    def _confirmation(self) -> Confirm | None:
+        """The check of candidates: ``confirm``, else the text generator's when ``[write]
+        supersede_confirm`` asks for it and one is configured (once per writer)."""
+        if self.confirm is not None or not self.settings.write.supersede_confirm:
+            return self.confirm
+        if self._no_generator:
+            return None
+        # By name: memwell.plugins (which the confirmation needs) stays out of the import
+        # graph of the writer, which memwell/__init__ reaches.
+        confirm: Confirm | None = lazy_module("memwell.writing.confirm").configured_confirm(
+            self.settings, self.workspace
+        )
+        self.confirm = confirm
+        self._no_generator = self.confirm is None
+        return self.confirm
+
+    def _mark(self, found: list[Supersession]) -> list[Supersession]:
+        """Write the markers of ``found``; each comes back with ``marked`` set (and ``line``
+        where it was found), or unmarked when its file refused the edit (logged)."""
+        by_path: dict[str, list[Supersession]] = {}
+        for item in found:
+            by_path.setdefault(item.path, []).append(item)
+        marked: dict[int, int] = {}  # id(item) -> the line it was marked on
+        for rel_path, items in by_path.items():
+            try:
+                done = self._mark_file(rel_path, items)
+            except (WriteRefusedError, PathNotAllowedError) as exc:
+                log.warning("memwell: could not mark superseded lines in %s: %s", rel_path, exc)
+                continue
+            marked.update((id(items[i]), line) for i, line in done.items())
+        return [
+            item.model_copy(update={"marked": True, "line": marked[id(item)]})
+            if id(item) in marked
+            else item
+            for item in found
+        ]
+
+    def _mark_file(self, rel_path: str, items: list[Supersession]) -> dict[int, int]:
+        """Mark ``items`` of one file; the line of each marked one, by position in ``items``."""
+        real, display = resolve_write_path(self.workspace, rel_path)
+        when = self._clock().date()
+        done: dict[int, int] = {}
+
+        def edit(current: str, exists: bool) -> tuple[edits.Edit, bool]:
+            if not exists:
+                raise WriteRefusedError(f"{display} vanished", reason="not_found")
+            text, lines = mark_lines(current, items, when)
+            done.clear()
+            done.update(lines)
+            first = min(lines.values(), default=1)
+            return edits.Edit(text, first, max(lines.values(), default=first)), False
+
+        with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
+            self._edit_file(real, display, edit)
+        return done
 
     def _sync(self) -> tuple[bool, str | None]:
         try:
