@@ -27,7 +27,7 @@ from reliability_helpers import COUNTS
 MEMWELL = Path(sys.executable).with_name("memwell")
 PARSE, INVALID, NOT_FOUND, BAD_PARAMS = -32700, -32600, -32601, -32602
 REPLY_SECONDS = 30.0
-HTTP_ARGS = ("--no-watch", "--http", "--port", "0")
+HTTP_ARGS = ("--no-watch", "--http", "--port", "0", "--no-auth")
 
 Expected = list[tuple[int, object]]
 """The replies one message must get: (error code, id), in any order; [] for none."""
@@ -87,6 +87,36 @@ BATTERY: list[tuple[bytes, Expected | str]] = [
         b'"params":{"name":"memory_search","arguments":"x"}}',
         [(BAD_PARAMS, 133)],
     ),
+    # nesting past the parser's limit, and past MAX_DEPTH in a request's params
+    (b"[" * 100_000 + b"]" * 100_000, [(PARSE, None)]),
+    (
+        b'{"jsonrpc":"2.0","id":134,"method":"tools/call","params":{"name":"memory_search",'
+        b'"arguments":{"query":"x","deep":' + b"[" * 80 + b"]" * 80 + b"}}}",
+        [(INVALID, 134)],
+    ),
+    # a lone surrogate in any string argument of any tool (the reply could not be written)
+    *[
+        (
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s",'
+            b'"arguments":%s}}' % (number, name.encode(), arguments),
+            [(BAD_PARAMS, number)],
+        )
+        for number, name, arguments in [
+            (150, "memory_search", rb'{"query":"\ud800"}'),
+            (151, "memory_search", rb'{"query":"tomatoes \udfff watering"}'),
+            (152, "memory_get", rb'{"path":"memory/\ud800.md"}'),
+            (153, "memory_write", rb'{"text":"note \ud800"}'),
+            (154, "memory_write", rb'{"text":"note","heading":"\udbff"}'),
+            (155, "memory_edit", rb'{"path":"MEMORY.md","old_text":"\ud800","new_text":"x"}'),
+            (156, "memory_recent", rb'{"limit":1,"\ud800":1}'),
+            (
+                157,
+                "compress_context",
+                rb'{"messages":[{"role":"user","content":"\ud800"}],'
+                rb'"budget_tokens":10}',
+            ),
+        ]
+    ],
     # valid notifications and responses, blank lines: no reply
     (b'{"jsonrpc":"2.0","method":"notifications/no-such"}', []),
     (b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}', []),
