@@ -337,9 +337,14 @@ class McpMemoryServer:
             guarded = GuardedHttp(app, port=port, token=token)
             config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
             self._start_sync()
-            if on_ready is not None:
-                on_ready(url)
-            await uvicorn.Server(config).serve(sockets=[sock])
+
+            class _Server(uvicorn.Server):
+                async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                    await super().startup(sockets=sockets)
+                    if self.started and on_ready is not None:
+                        on_ready(url)  # once requests are served, not while starting
+
+            await _Server(config).serve(sockets=[sock])
         finally:
             sock.close()
 

@@ -82,6 +82,19 @@ def free_port() -> int:
         return port
 
 
+def serve_http(workspace: Path, env: dict[str, str], port: int) -> subprocess.Popen[str]:
+    """``memwell mcp --http`` on ``port``, stdout and stderr piped."""
+    serve = ("mcp", "--http", "--port", str(port))
+    return subprocess.Popen(
+        [str(MEMWELL), "-w", str(workspace), "--provider", "none", *serve],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
 def wait_for_line(proc: subprocess.Popen[str], pattern: str) -> str:
     assert proc.stderr is not None
     deadline = time.monotonic() + DEADLINE_S
@@ -107,15 +120,7 @@ def test_printed_http_config_with_its_token_is_used_by_the_official_client(
     workspace: Path, env: dict[str, str]
 ) -> None:
     port = free_port()
-    base = [str(MEMWELL), "-w", str(workspace), "--provider", "none", "mcp"]
-    proc = subprocess.Popen(
-        [*base, "--no-watch", "--http", "--port", str(port)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = serve_http(workspace, env, port)
     try:
         wait_for_line(proc, r"serving http://")
         for client in ("claude", "cursor", "vscode"):
@@ -145,14 +150,7 @@ def test_printed_http_config_with_its_token_is_used_by_the_official_client(
 def test_ctrl_c_stops_the_http_server_quietly_with_status_0(
     workspace: Path, env: dict[str, str]
 ) -> None:
-    proc = subprocess.Popen(
-        [str(MEMWELL), "-w", str(workspace), "--provider", "none", "mcp", "--http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = serve_http(workspace, env, 0)
     try:
         wait_for_line(proc, r"serving http://")
         proc.send_signal(signal.SIGINT)

@@ -31,23 +31,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from memwell.mcp_http import MAX_BODY_BYTES
 from memwell.testing.conformance import write_workspace
-from reliability_helpers import COUNTS
+from reliability_helpers import COUNTS, mcp_initialize
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 DEADLINE_S = 60.0
 BIG_BODY = 300 * 1024 * 1024
 CHUNK = b"x" * (1024 * 1024)
 SERVE = ("--no-watch", "--http", "--port", "0")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "guard", "version": "1"},
-    },
-}
+INIT = mcp_initialize(0, "guard")
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -118,6 +109,12 @@ def server(workspace: Path, tmp_path: Path) -> Iterator[Running]:
 
 def token_of(xdg: Path) -> str:
     return (xdg / "memwell" / "mcp-token").read_text().strip()
+
+
+def initialize(server: Running, token: str) -> int:
+    """The status of an ``initialize`` POST with ``token``."""
+    headers = {**ACCEPT, "Authorization": f"Bearer {token}"}
+    return httpx.post(server.url, headers=headers, json=INIT, timeout=DEADLINE_S).status_code
 
 
 def raw_request(port: int, head: str, body: Iterator[bytes] | None = None) -> tuple[int, bytes]:
@@ -251,13 +248,7 @@ def test_an_oversized_body_is_refused_without_being_held(
     server: Running, tmp_path: Path, framing: str
 ) -> None:
     token = token_of(tmp_path / "xdg")
-    warm = httpx.post(
-        server.url,
-        headers={**ACCEPT, "Authorization": f"Bearer {token}"},
-        json=INIT,
-        timeout=DEADLINE_S,
-    )
-    assert warm.status_code == 200
+    assert initialize(server, token) == 200
     before = server.peak_rss()
     if framing == "content-length":
         head = post_head(server.port, token, f"Content-Length: {BIG_BODY}\r\n")
@@ -271,13 +262,7 @@ def test_an_oversized_body_is_refused_without_being_held(
     # the cap (16 MiB) bounds what is held, far below the 300 MB sent
     assert growth < 4 * MAX_BODY_BYTES < BIG_BODY / 4, growth
     COUNTS["malformed MCP messages"] += 1
-    still = httpx.post(
-        server.url,
-        headers={**ACCEPT, "Authorization": f"Bearer {token}"},
-        json=INIT,
-        timeout=DEADLINE_S,
-    )
-    assert still.status_code == 200
+    assert initialize(server, token) == 200
 
 
 def test_deep_nesting_gets_a_json_rpc_error_not_a_500(server: Running, tmp_path: Path) -> None:

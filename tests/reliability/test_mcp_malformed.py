@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from memwell.testing.conformance import write_workspace
-from reliability_helpers import COUNTS
+from reliability_helpers import COUNTS, mcp_initialize
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 PARSE, INVALID, NOT_FOUND, BAD_PARAMS = -32700, -32600, -32601, -32602
@@ -195,18 +195,7 @@ def server(tmp_path: Path) -> Any:
 
 
 def test_every_malformed_message_gets_one_error_reply(server: Server) -> None:
-    server.request(
-        {
-            "jsonrpc": "2.0",
-            "id": "init",
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "battery", "version": "1"},
-            },
-        }
-    )
+    server.request(mcp_initialize("init", "battery"))
     assert "result" in server.until("init")[-1]
     server.request({"jsonrpc": "2.0", "method": "notifications/initialized"})
     for number, (raw, expected) in enumerate(BATTERY):
@@ -265,17 +254,7 @@ def test_streamable_http_answers_malformed_bodies_with_400_and_the_error(tmp_pat
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     try:
         with httpx.Client(timeout=REPLY_SECONDS) as client:
-            init = {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "battery", "version": "1"},
-                },
-            }
-            reply = client.post(url, headers=headers, json=init)
+            reply = client.post(url, headers=headers, json=mcp_initialize(0, "battery"))
             assert reply.status_code == 200
             headers["mcp-session-id"] = reply.headers["mcp-session-id"]
             headers["mcp-protocol-version"] = "2025-06-18"
