@@ -86,8 +86,11 @@ class GuardedHttp:
         self._origins = {f"http://{host}" for host in self._hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket: MCP has none, so nothing unchecked gets in
+            await send({"type": "websocket.close", "code": 1008})
             return
         try:
             self._check_headers(_headers(scope))
