@@ -147,12 +147,15 @@ def test_printed_http_config_with_its_token_is_used_by_the_official_client(
         proc.wait(timeout=15)
 
 
+@pytest.mark.parametrize("when", ["new bearer token", "serving http://"])
 def test_ctrl_c_stops_the_http_server_quietly_with_status_0(
-    workspace: Path, env: dict[str, str]
+    workspace: Path, env: dict[str, str], when: str
 ) -> None:
+    """Ctrl-C while the server opens the index (the token line comes after the port is bound)
+    or while it serves."""
     proc = serve_http(workspace, env, 0)
     try:
-        wait_for_line(proc, r"serving http://")
+        wait_for_line(proc, when)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=DEADLINE_S)
     finally:

@@ -5,6 +5,7 @@ The MCP SDK is imported only when the command runs, so other commands start fast
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import click
@@ -72,23 +73,33 @@ def mcp(
         config = _client_config(ctx, client, use_http, port, read_only, no_auth)
         click.echo(json.dumps(config, indent=2))
         return
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops a server, starting or not
+        _serve(
+            ctx, use_http=use_http, port=port, watch=watch, read_only=read_only, auth=not no_auth
+        )
+
+
+def _serve(
+    ctx: Context, *, use_http: bool, port: int, watch: bool, read_only: bool, auth: bool
+) -> None:
     from ..mcp_server import McpMemoryServer
     from ..writing import MemoryWriter
 
-    listener = None
+    listener, token = None, None
     if use_http:  # bind before opening the index: a taken port fails at once
         from ..mcp_http import bind_http
 
         listener = bind_http(port)
-        token = None if no_auth else _announced_token()
-        if no_auth:
+        if auth:
+            token = _announced_token()
+        else:
             _no_auth_warning()
     read_only_write = {"write": {"enabled": False}} if read_only else {}
     settings = ctx.settings(sync={"watch": watch}, **read_only_write)
     manager = open_memory(ctx.workspace, settings=settings)
-    writer = MemoryWriter(manager, ctx.workspace, settings)
-    server = McpMemoryServer(manager, citations=settings.citations, writer=writer)
     try:
+        writer = MemoryWriter(manager, ctx.workspace, settings)
+        server = McpMemoryServer(manager, citations=settings.citations, writer=writer)
         if listener is not None:
             server.run_http(
                 listener,
@@ -97,10 +108,10 @@ def mcp(
             )
         else:
             server.run_stdio()
-    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: not an error
-        pass
     finally:
         manager.close()
+        if listener is not None:
+            listener.close()
 
 
 def _announced_token() -> str:
@@ -119,6 +130,7 @@ def _announced_token() -> str:
 
 
 def _no_auth_warning() -> None:
+    """Say on stderr, at every start, that the server asks no token."""
     click.echo(
         "memwell mcp: WARNING: --no-auth: no token is asked; any process on this machine, and "
         "any web page that reaches the port, can read and write this memory",
