@@ -14,16 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import select
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memwell.testing.conformance import write_workspace
+from memwell.testing.raw_http import raw_exchange
 
 CHUNK = b"x" * (1024 * 1024)
 DEADLINE_S = 120.0
@@ -33,28 +31,6 @@ def peak_rss_mb(pid: int) -> float:
     found = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
     assert found is not None
     return int(found.group(1)) / 1024
-
-
-def send(port: int, head: bytes, body: Iterator[bytes]) -> str:
-    """Send ``head`` and ``body`` while the server reads; the status line it answered."""
-    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S) as sock:
-        sock.sendall(head)
-        sock.setblocking(False)
-        pending, received = memoryview(next(body, b"")), b""
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline and b"\r\n" not in received:
-            readable, writable, _ = select.select([sock], [sock] if pending else [], [], 1.0)
-            try:
-                if readable:
-                    data = sock.recv(65536)
-                    if not data:
-                        break
-                    received += data
-                elif writable:
-                    pending = pending[sock.send(pending) :] or memoryview(next(body, b""))
-            except (BrokenPipeError, ConnectionResetError):
-                break
-    return received.partition(b"\r\n")[0].decode("latin-1") or "(connection closed)"
 
 
 def main() -> None:
@@ -89,7 +65,7 @@ def main() -> None:
                 "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
             )
             size = args.mb * len(CHUNK)
-            framings = {
+            framings: dict[str, tuple[str, Callable[[], Iterator[bytes]]]] = {
                 "content-length": (
                     f"Content-Length: {size}\r\n\r\n",
                     lambda: (CHUNK for _ in range(args.mb)),
@@ -101,10 +77,13 @@ def main() -> None:
             }
             for name, (extra, body) in framings.items():
                 before = peak_rss_mb(proc.pid)
-                status = send(port, (head + extra).encode("latin-1"), body())
+                status, _ = raw_exchange(
+                    port, (head + extra).encode("latin-1"), body(), timeout=DEADLINE_S
+                )
                 after = peak_rss_mb(proc.pid)
+                answer = status or "none (closed)"
                 print(
-                    f"{name:15} {args.mb} MB body: {status!r}; peak RSS {before:.0f} -> "
+                    f"{name:15} {args.mb} MB body: status {answer}; peak RSS {before:.0f} -> "
                     f"{after:.0f} MB (+{after - before:.0f} MB)"
                 )
         finally:

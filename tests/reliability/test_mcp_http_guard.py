@@ -11,8 +11,6 @@ import json
 import os
 import queue
 import re
-import select
-import socket
 import stat
 import subprocess
 import sys
@@ -31,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from memwell.mcp_http import MAX_BODY_BYTES
 from memwell.testing.conformance import write_workspace
+from memwell.testing.raw_http import raw_exchange
 from reliability_helpers import COUNTS, mcp_initialize
 
 MEMWELL = Path(sys.executable).with_name("memwell")
@@ -119,35 +118,9 @@ def initialize(server: Running, token: str) -> int:
 
 def raw_request(port: int, head: str, body: Iterator[bytes] | None = None) -> tuple[int, bytes]:
     """Send ``head``, then ``body`` while the server reads it; its status and body."""
-    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S) as sock:
-        sock.sendall(head.encode("latin-1"))
-        sock.setblocking(False)
-        body = body if body is not None else iter(())
-        pending = memoryview(next(body, b""))
-        received = b""
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline and not _complete(received):
-            want_write = [sock] if pending else []
-            readable, writable, _ = select.select([sock], want_write, [], 1.0)
-            try:
-                if readable:
-                    data = sock.recv(65536)
-                    if not data:
-                        break
-                    received += data
-                elif writable:
-                    pending = pending[sock.send(pending) :] or memoryview(next(body, b""))
-            except (BrokenPipeError, ConnectionResetError):
-                break
-    status_line, _, rest = received.partition(b"\r\n")
-    assert status_line.startswith(b"HTTP/1.1 "), received[:200]
-    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
-
-
-def _complete(received: bytes) -> bool:
-    head, _, body = received.partition(b"\r\n\r\n")
-    found = re.search(rb"content-length: (\d+)", head, re.I)
-    return found is not None and len(body) >= int(found.group(1))
+    status, answer = raw_exchange(port, head.encode("latin-1"), body, timeout=DEADLINE_S)
+    assert status, "the server closed the connection without an answer"
+    return status, answer
 
 
 def post_head(port: int, token: str, extra: str, host: str | None = None) -> str:
