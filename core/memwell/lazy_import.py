@@ -81,7 +81,12 @@ def is_compiled(pattern: re.Pattern[str]) -> bool:
 
 class LazyLogger:
     """Stands for ``logging.getLogger(name)`` until a method is used, then imports
-    :mod:`logging` (running a setup :func:`defer_logging_setup` left first) and delegates."""
+    :mod:`logging` (running a setup :func:`defer_logging_setup` left first) and delegates.
+
+    The package's top logger (``memwell`` for ``memwell.tools``) gets a
+    :class:`logging.NullHandler`, as a library's should: without one, a record nobody asked
+    for goes to stderr through logging's last-resort handler. Records still reach every
+    handler the application (or the ``memwell`` CLI) configures."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -91,6 +96,9 @@ class LazyLogger:
 
         while _pending_setup:
             _pending_setup.pop()()
+        package = logging.getLogger(self._name.partition(".")[0])
+        if not any(isinstance(h, logging.NullHandler) for h in package.handlers):
+            package.addHandler(logging.NullHandler())
         logger = logging.getLogger(self._name)
         self.__dict__.update({m: getattr(logger, m) for m in _LOG_METHODS})
         return getattr(logger, attr)

@@ -6,14 +6,18 @@ fractional or boolean ``id``) as notifications, so a client waiting on that mess
 first: invalid JSON is answered with a parse error (-32700), anything else that is not a
 request, notification or response (a non-object, a missing or wrong ``jsonrpc``, a bad
 ``id``, ``method`` or ``params``, a batch, which MCP does not support) with an invalid-request
-error (-32600). An error carries the message's ``id`` when it is a valid one, else ``null``;
-a batch is answered with an array of errors, one per element (one error for an empty batch),
-as the specification says. Blank lines are skipped. Only valid lines reach the SDK.
+error (-32600). JSON nested deeper than :data:`MAX_DEPTH` levels is refused (-32600, or -32700
+when too deep for the parser), and so is a request whose strings hold a lone UTF-16 surrogate
+(``"\\ud800"``; -32602), which is not Unicode text: the SDK could not write a reply holding it,
+and the client would wait for ever. An error carries the message's ``id`` when it is a valid
+one, else ``null``; a batch is answered with an array of errors, one per element (one error for
+an empty batch), as the specification says. Blank lines are skipped. Only valid lines reach the
+SDK.
 
 :func:`screened_stdio` is the SDK's ``stdio_server`` with this screen in front of it;
-:class:`ScreenedHttp` puts it in front of the streamable HTTP app, where a refused POST body is
-answered with status 400 and the error (the SDK itself would call most of these "invalid
-params" and accept a ``null`` or fractional ``id`` as a notification).
+:class:`memwell.mcp_http.GuardedHttp` puts it in front of the streamable HTTP app, where a
+refused POST body is answered with status 400 and the error (the SDK itself would call most of
+these "invalid params" and accept a ``null`` or fractional ``id`` as a notification).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from io import TextIOWrapper
 from typing import Any, BinaryIO
@@ -36,6 +41,10 @@ from mcp.server.stdio import stdio_server
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects a message may have (the envelope included)."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,25 @@ def check_message(message: object) -> str | None:
     return None
 
 
+def content_problem(message: object) -> tuple[int, str] | None:
+    """The error code and reason when ``message`` (decoded JSON) nests deeper than
+    :data:`MAX_DEPTH` or holds a lone surrogate in a string (key or value), else ``None``."""
+    stack: list[tuple[object, int]] = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            found = _LONE_SURROGATE.search(value)
+            if found:
+                code = f"U+{ord(found.group()):04X}"
+                return INVALID_PARAMS, f"a string holds a lone surrogate ({code}), not Unicode text"
+        elif isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                return INVALID_REQUEST, f"JSON nested deeper than {MAX_DEPTH} levels"
+            items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+    return None
+
+
 def _invalid(message: object, reason: str) -> dict[str, Any]:
     message_id = message.get("id") if isinstance(message, dict) else None
     return _error(message_id, INVALID_REQUEST, f"Invalid Request: {reason}")
@@ -96,6 +124,11 @@ def screen_line(line: str) -> Screened:
     except ValueError as exc:
         reply = _error(None, PARSE_ERROR, f"Parse error: {exc}")
         return Screened(forward=False, reply=json.dumps(reply))
+    except RecursionError:
+        reply = _error(
+            None, PARSE_ERROR, f"Parse error: JSON nested deeper than {MAX_DEPTH} levels"
+        )
+        return Screened(forward=False, reply=json.dumps(reply))
     if isinstance(message, list):
         unsupported = "batches are not supported by MCP"
         errors = [_invalid(item, unsupported) for item in message]
@@ -103,6 +136,15 @@ def screen_line(line: str) -> Screened:
         payload: object = errors if message else errors[0]
         return Screened(forward=False, reply=json.dumps(payload))
     reason = check_message(message)
+    problem = content_problem(message) if reason is None else None
+    if problem is not None:
+        code, why = problem
+        if not isinstance(message, dict) or "method" not in message or "id" not in message:
+            return _SKIP  # a notification or a response: JSON-RPC answers neither
+        label = "Invalid params" if code == INVALID_PARAMS else "Invalid Request"
+        return Screened(
+            forward=False, reply=json.dumps(_error(message["id"], code, f"{label}: {why}"))
+        )
     if reason is None:
         try:
             types.jsonrpc_message_adapter.validate_python(message, by_name=False)
@@ -181,49 +223,3 @@ async def screened_stdio() -> AsyncIterator[tuple[Any, Any]]:
         lines = _ScreenedLines(wire_in, writer)
         async with stdio_server(stdin=lines, stdout=writer) as streams:  # type: ignore[arg-type]
             yield streams
-
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class ScreenedHttp:
-    """ASGI middleware: each POSTed body passes :func:`screen_line` before reaching ``app``."""
-
-    def __init__(self, app: AsgiApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        verdict = screen_line(body.decode("utf-8", errors="replace"))
-        if verdict.reply is None:
-            await self.app(scope, _replay(body, receive), send)
-            return
-        reply = verdict.reply.encode("utf-8")
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(reply))]
-        await send({"type": "http.response.start", "status": 400, "headers": headers})
-        await send({"type": "http.response.body", "body": reply})
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that gives the already read ``body`` first, then defers to ``receive``."""
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def replayed() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return replayed

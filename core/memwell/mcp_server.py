@@ -11,7 +11,8 @@ is disabled). Every tool carries read-only/destructive/idempotent annotations an
 schema.
 
 The memory files are resources (``memwell:<path>``, listed by discovery, read through the
-manager's safe ``read_file``), and the recall instructions are the prompt ``memory_recall``.
+manager's safe ``read_file``; the template ``memwell:{+path}`` names any of them), and the
+recall instructions are the prompt ``memory_recall``.
 The prompt ``memory_flush`` is the pre-compaction flush (:mod:`memwell.flush`): given the
 host's context usage it says whether to flush now, once per compaction cycle, and how.
 
@@ -19,7 +20,8 @@ Plugins offer more tools for their own managers through the ``memwell_agent_tool
 (LanceDB's ``memory_store``, ``memory_recall`` and ``memory_forget``, for example); the server
 serves each with its definition's schema and runs it like :func:`memwell.tools.run_tool`.
 
-Transports: stdio (the default) and streamable HTTP bound to 127.0.0.1. Managers are
+Transports: stdio (the default) and streamable HTTP bound to 127.0.0.1, behind a bearer token
+and the checks of :mod:`memwell.mcp_http`. Managers are
 synchronous, so every tool call runs in a worker thread and never blocks the event loop.
 
 Example::
@@ -58,7 +60,8 @@ from .descriptors import READ_ONLY, AgentTool
 from .flush import FileFlushState, FlushState, MemoryFlushState, plan_from_arguments, plan_text
 from .lazy_import import lazy_logger
 from .manager import MemorySearchManager
-from .mcp_jsonrpc import ScreenedHttp, screened_stdio
+from .mcp_http import HTTP_HOST, GuardedHttp, bind_http
+from .mcp_jsonrpc import screened_stdio
 from .plugins import PluginRegistry
 from .prompt import memory_prompt_section
 from .recall.protocols import warm
@@ -71,7 +74,6 @@ from .writing.recent import recent_files
 log = lazy_logger(__name__)
 
 SERVER_NAME = "memwell"
-HTTP_HOST = "127.0.0.1"
 HTTP_PATH = "/mcp"
 RESOURCE_SCHEME = "memwell:"
 RECALL_PROMPT = "memory_recall"
@@ -174,6 +176,7 @@ class McpMemoryServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
@@ -218,6 +221,17 @@ class McpMemoryServer:
     ) -> types.ListResourcesResult:
         resources = await anyio.to_thread.run_sync(self._memory_files)
         return types.ListResourcesResult(resources=resources)
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=RESOURCE_SCHEME + "{+path}",
+            name="memory-file",
+            description="A memory file by its workspace-relative path (memory_get's path rules).",
+            mime_type="text/markdown",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -299,25 +313,39 @@ class McpMemoryServer:
                 read_stream, write_stream, self.server.create_initialization_options()
             )
 
-    async def serve_http(self, port: int, *, on_ready: Callable[[str], None] | None = None) -> None:
+    async def serve_http(
+        self,
+        listener: socket.socket | int,
+        *,
+        token: str | None,
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
         """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` until cancelled.
 
-        ``port=0`` picks a free port; ``on_ready`` receives the URL once the socket listens.
+        ``listener`` is a socket from :func:`memwell.mcp_http.bind_http`, or a port to bind
+        (``0`` picks a free one). Clients must send ``Authorization: Bearer <token>``; with
+        ``token=None`` anyone who can reach the port may call every tool. Requests pass
+        :class:`memwell.mcp_http.GuardedHttp` first. ``on_ready`` receives the URL once the
+        socket listens.
         """
         import uvicorn
 
-        app = self.server.streamable_http_app(streamable_http_path=HTTP_PATH, host=HTTP_HOST)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock = bind_http(listener) if isinstance(listener, int) else listener
         try:
-            sock.bind((HTTP_HOST, port))
-            sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
-            url = f"http://{HTTP_HOST}:{sock.getsockname()[1]}{HTTP_PATH}"
-            config = uvicorn.Config(ScreenedHttp(app), log_level="warning", lifespan="on")
+            port = sock.getsockname()[1]
+            url = f"http://{HTTP_HOST}:{port}{HTTP_PATH}"
+            app = self.server.streamable_http_app(streamable_http_path=HTTP_PATH, host=HTTP_HOST)
+            guarded = GuardedHttp(app, port=port, token=token)
+            config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
             self._start_sync()
-            if on_ready is not None:
-                on_ready(url)
-            await uvicorn.Server(config).serve(sockets=[sock])
+
+            class _Server(uvicorn.Server):
+                async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                    await super().startup(sockets=sockets)
+                    if self.started and on_ready is not None:
+                        on_ready(url)  # once requests are served, not while starting
+
+            await _Server(config).serve(sockets=[sock])
         finally:
             sock.close()
 
@@ -325,6 +353,12 @@ class McpMemoryServer:
         """Blocking :meth:`serve_stdio`."""
         anyio.run(self.serve_stdio)
 
-    def run_http(self, port: int, *, on_ready: Callable[[str], None] | None = None) -> None:
+    def run_http(
+        self,
+        listener: socket.socket | int,
+        *,
+        token: str | None,
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
         """Blocking :meth:`serve_http`."""
-        anyio.run(lambda: self.serve_http(port, on_ready=on_ready))
+        anyio.run(lambda: self.serve_http(listener, token=token, on_ready=on_ready))

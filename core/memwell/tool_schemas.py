@@ -52,6 +52,8 @@ GET_OUTPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "path": {"type": "string"},
         "text": {"type": "string"},
+        "start_line": {"type": ["integer", "null"]},
+        "end_line": {"type": ["integer", "null"]},
         "untrusted_data": {"type": "boolean"},
         **FAILURE_FIELDS,
     },

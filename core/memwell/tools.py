@@ -27,6 +27,7 @@ from .recall.budget import budget_of, fit_texts
 from .retrieval.query_limit import truncation_warning
 from .retrieval.snippets import citations_enabled, format_citation
 from .search_report import search_report
+from .sources.paths import line_range
 
 if TYPE_CHECKING:
     from .writing import MemoryWriter
@@ -377,7 +378,9 @@ def memory_get(
     from_line: int | None = None,
     lines: int | None = None,
 ) -> dict[str, Any]:
-    """Run the ``memory_get`` tool: a safe read of a memory file's lines. Never raises."""
+    """Run the ``memory_get`` tool: a safe read of a memory file's lines, with their 1-based
+    ``start_line``/``end_line``. A missing file is an ``error`` (``reason`` ``not_found``), so
+    an agent can tell it from an empty one. Never raises."""
     shown_path = path if isinstance(path, str) else ""
     try:
         if not isinstance(path, str) or not path.strip():
@@ -385,11 +388,15 @@ def memory_get(
         start = optional_int("from_line", from_line, 1)
         count = optional_int("lines", lines, 1)
         result = _resolve(manager).read_file(path, from_line=start, lines=count)
-        return {"path": result.path, "text": result.text, "untrusted_data": True}
     except Exception as exc:
         if not isinstance(exc, BadArgument):
             log.warning("memory_get failed for %r: %s: %s", path, type(exc).__name__, exc)
         return {"path": shown_path, "text": "", "disabled": True, "error": error_text(exc)}
+    if result.missing:
+        error = f"not found: no such memory file: {result.path}"
+        return {"path": result.path, "text": "", "error": error, "reason": "not_found"}
+    span = line_range(result, start, count)
+    return {"path": result.path, "text": result.text, **span, "untrusted_data": True}
 
 
 def run_tool(tool: AgentTool, arguments: Mapping[str, Any] | str) -> dict[str, Any]:

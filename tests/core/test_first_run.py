@@ -157,7 +157,7 @@ def test_empty_workspace_and_wrong_workspace_get_a_hint(tmp_path: Path) -> None:
     assert wrong.stderr.startswith("error: workspace") and "is not a directory" in wrong.stderr
 
 
-def test_get_of_a_missing_file_fails_but_the_tool_payload_keeps_its_shape(tmp_path: Path) -> None:
+def test_get_of_a_missing_file_fails_and_the_tool_says_not_found(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     done = _run(tmp_path, *KEYWORD_ONLY, "-w", str(ws), "get", "memory/nope.md")
@@ -165,7 +165,12 @@ def test_get_of_a_missing_file_fails_but_the_tool_payload_keeps_its_shape(tmp_pa
     assert done.stderr.strip() == "error: no such memory file: memory/nope.md"
     manager = factory.open_memory(ws, overrides={"provider": "none", "sync": {"watch": False}})
     payload = memory_get(manager, "memory/nope.md")
-    assert payload == {"path": "memory/nope.md", "text": "", "untrusted_data": True}
+    assert payload == {
+        "path": "memory/nope.md",
+        "text": "",
+        "error": "not found: no such memory file: memory/nope.md",
+        "reason": "not_found",
+    }
 
 
 def test_a_stop_word_only_query_returns_nothing(tmp_path: Path) -> None:
@@ -239,6 +244,8 @@ def test_session_hits_open_with_get_and_memory_get_as_redacted_text(tmp_path: Pa
     assert tool == {
         "path": "sessions/chat.jsonl",
         "text": "User: Deploy window?",
+        "start_line": 2,
+        "end_line": 2,
         "untrusted_data": True,
     }
     for bad in ("sessions/../memwell.toml", "sessions/chat.txt", "sessions/sub/chat.jsonl"):

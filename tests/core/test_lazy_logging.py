@@ -80,3 +80,34 @@ def test_the_cli_logs_info_only_when_verbose(tmp_path: Path, flag: list[str], sh
     )
     done = _run(code, *flag, "-w", str(tmp_path), "demo-log", env=env)
     assert ("memwell: an info line" in done.stderr.splitlines()) is shown
+
+
+REFUSED_PATH = """
+import sys
+from memwell.factory import open_memory
+from memwell.tools import execute_tool
+memory = open_memory(sys.argv[1], overrides={"provider": "none", "sync": {"watch": False}})
+if sys.argv[2] == "configured":
+    import logging
+    logging.basicConfig(format="app: %(message)s")
+payload = execute_tool("memory_get", {"path": "../outside.md"}, memory)
+memory.close()
+print(payload["error"])
+"""
+
+
+@pytest.mark.parametrize("setup", ["library", "configured"])
+def test_a_library_call_prints_nothing_unless_the_application_logs(
+    tmp_path: Path, setup: str
+) -> None:
+    """execute_tool reports a refused path in its payload; stderr stays quiet (no last-resort
+    handler) unless the application configured logging, which then gets the record."""
+    (tmp_path / "ws" / "memory").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWELL_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "xdg"), MEMWELL_LOAD_PLUGINS="builtin")
+    done = _run(REFUSED_PATH, str(tmp_path / "ws"), setup, env=env)
+    assert "path not allowed" in done.stdout
+    if setup == "library":
+        assert done.stderr == ""
+    else:
+        assert done.stderr.startswith("app: memory_get failed for '../outside.md'")

@@ -8,7 +8,14 @@ from typing import Any
 import mcp.types as types
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.mcp_jsonrpc import INVALID_REQUEST, PARSE_ERROR, check_message, screen_line
+from memwell.mcp_jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_DEPTH,
+    PARSE_ERROR,
+    check_message,
+    screen_line,
+)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
@@ -87,3 +94,60 @@ def test_valid_requests_notifications_and_responses_pass() -> None:
         {"jsonrpc": "2.0", "id": 8, "error": {"code": -1, "message": "no"}},
     ):
         assert screen_line(json.dumps(message)).forward, message
+
+
+def nested(depth: int) -> object:
+    """A value holding ``depth`` levels of arrays and objects."""
+    value: object = 1
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def call(arguments: object) -> dict[str, Any]:
+    params = {"name": "memory_search", "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
+
+
+def test_nesting_up_to_the_limit_passes_and_deeper_is_refused_with_the_id() -> None:
+    # the envelope, params and arguments take 3 levels
+    assert screen_line(json.dumps(call({"q": nested(MAX_DEPTH - 3)}))).forward
+    reply = json.loads(screen_line(json.dumps(call({"q": nested(MAX_DEPTH - 2)}))).reply or "")
+    assert reply["id"] == 9 and reply["error"]["code"] == INVALID_REQUEST
+    assert f"deeper than {MAX_DEPTH}" in reply["error"]["message"]
+
+
+def test_nesting_too_deep_to_parse_is_a_parse_error() -> None:
+    reply = json.loads(screen_line("[" * 100_000 + "]" * 100_000).reply or "")
+    assert reply["id"] is None and reply["error"]["code"] == PARSE_ERROR
+
+
+CHARS = st.characters(codec=None, categories=["L", "N", "Zs", "Cs"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(CHARS, max_size=12), st.text(CHARS, max_size=6))
+def test_a_lone_surrogate_anywhere_gets_invalid_params_else_the_call_passes(
+    value: str, key: str
+) -> None:
+    line = json.dumps(call({"query": value, key: value}))  # "\ud800" escapes in the JSON
+    decoded = json.loads(line)["params"]["arguments"]
+    lone = any(0xD800 <= ord(c) <= 0xDFFF for text in decoded for c in text + decoded[text])
+    verdict = screen_line(line)
+    if not lone:
+        assert verdict.forward
+        return
+    reply = json.loads(verdict.reply or "")
+    assert reply["id"] == 9 and reply["error"]["code"] == INVALID_PARAMS
+    assert "lone surrogate" in reply["error"]["message"]
+
+
+def test_a_surrogate_pair_escape_is_text_and_passes() -> None:
+    pair = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"q":"\\ud83d\\ude00"}}'
+    assert screen_line(pair).forward
+
+
+def test_a_lone_surrogate_in_a_notification_is_dropped_without_reply() -> None:
+    line = '{"jsonrpc":"2.0","method":"notifications/x","params":{"q":"\\ud800"}}'
+    verdict = screen_line(line)
+    assert not verdict.forward and verdict.reply is None

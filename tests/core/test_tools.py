@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import memwell.tools as memwell_tools
@@ -379,7 +380,13 @@ def test_citations_auto_depends_on_chat_type(session_key: str | None, cited: boo
 def test_memory_get_success() -> None:
     mgr = FakeManager()
     payload = memory_get(mgr, "memory/x.md", from_line=3, lines=2)
-    expected = {"path": "memory/x.md", "text": "lines of memory/x.md", "untrusted_data": True}
+    expected = {
+        "path": "memory/x.md",
+        "text": "lines of memory/x.md",
+        "start_line": 3,
+        "end_line": 3,
+        "untrusted_data": True,
+    }
     assert payload == expected
     assert mgr.read_calls == [("memory/x.md", 3, 2)]
 
@@ -397,6 +404,34 @@ def test_memory_get_clamps_lines() -> None:
 def test_memory_get_errors(error: Exception) -> None:
     payload = memory_get(FakeManager(read_error=error), "../etc/passwd")
     assert payload == {"path": "../etc/passwd", "text": "", "disabled": True, "error": str(error)}
+
+
+@pytest.mark.parametrize("path", ["memory/gone.md", "MEMORY.md"])
+def test_memory_get_of_a_missing_file_is_a_not_found_error(tmp_path: Path, path: str) -> None:
+    from memwell.factory import open_memory
+
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "empty.md").write_text("")
+    overrides = {"provider": "none", "sync": {"watch": False}}
+    memory = open_memory(tmp_path, overrides=overrides)
+    try:
+        missing = execute_tool("memory_get", {"path": path}, memory)
+        empty = execute_tool("memory_get", {"path": "memory/empty.md"}, memory)
+    finally:
+        memory.close()
+    assert missing == {
+        "path": path,
+        "text": "",
+        "error": f"not found: no such memory file: {path}",
+        "reason": "not_found",
+    }
+    assert empty == {
+        "path": "memory/empty.md",
+        "text": "",
+        "start_line": None,
+        "end_line": None,
+        "untrusted_data": True,
+    }
 
 
 def test_memory_get_factory_failure() -> None:

@@ -35,6 +35,7 @@ from memwell.writing.agent_tools import (
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 DEADLINE_S = 60
+HTTP_NO_AUTH = ("--http", "--port", "0", "--no-auth")
 
 
 @pytest.fixture
@@ -122,7 +123,18 @@ def test_search_get_and_error_payloads(workspace: Path, env: dict[str, str]) -> 
             assert got == {
                 "path": "memory/2026-01-02.md",
                 "text": "We picked Zanzibar as the codename for the billing rewrite.",
+                "start_line": 3,
+                "end_line": 3,
                 "untrusted_data": True,
+            }
+
+            gone = await session.call_tool("memory_get", {"path": "memory/gone.md"})
+            assert gone.is_error is True
+            assert payload(gone) == {
+                "path": "memory/gone.md",
+                "text": "",
+                "error": "not found: no such memory file: memory/gone.md",
+                "reason": "not_found",
             }
 
             escape = payload(await session.call_tool("memory_get", {"path": "../outside.md"}))
@@ -168,6 +180,30 @@ def test_edits_become_searchable_without_restart(workspace: Path, env: dict[str,
     run(scenario)
 
 
+def test_resource_templates_and_output_schemas(workspace: Path, env: dict[str, str]) -> None:
+    async def scenario() -> None:
+        async with stdio_session(workspace, env) as session:
+            templates = (await session.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["memwell:{+path}"]
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+            get_schema = listed["memory_get"].output_schema or {}
+            assert {"start_line", "end_line"} <= set(get_schema["properties"])
+            compress_schema = listed["compress_context"].output_schema or {}
+            assert {"level", "turns", "tokens_after", "fits"} <= set(compress_schema["properties"])
+            # the client validates every structured result against the declared schema
+            messages = [{"role": "user", "content": "We deploy on Tuesdays. " * 40}]
+            done = await session.call_tool(
+                "compress_context", {"messages": messages, "budget_tokens": 20}
+            )
+            assert done.is_error is False and done.structured_content["level"] == "heavy"
+            bad = await session.call_tool(
+                "compress_context", {"messages": messages, "budget_tokens": 0}
+            )
+            assert bad.is_error is True
+
+    run(scenario)
+
+
 def _read_lines(stream: Any, lines: queue.Queue[str]) -> None:
     for line in stream:
         lines.put(line)
@@ -175,7 +211,7 @@ def _read_lines(stream: Any, lines: queue.Queue[str]) -> None:
 
 def test_streamable_http(workspace: Path, env: dict[str, str]) -> None:
     process = subprocess.Popen(
-        [str(MEMWELL), "-w", str(workspace), "--provider", "none", "mcp", "--http", "--port", "0"],
+        [str(MEMWELL), "-w", str(workspace), "--provider", "none", "mcp", *HTTP_NO_AUTH],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -132,6 +132,20 @@ BASE_SETTINGS: dict[str, Any] = {
 }
 
 
+def mcp_initialize(message_id: object, client: str) -> dict[str, Any]:
+    """An MCP ``initialize`` request from a client called ``client``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": message_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1"},
+        },
+    }
+
+
 def make_settings(**overrides: Any) -> MemwellSettings:
     """Test settings: hash provider, no watcher, no background syncs; ``overrides`` merge in."""
     data: dict[str, Any] = {

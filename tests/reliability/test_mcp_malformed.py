@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 import pytest
 from memwell.testing.conformance import write_workspace
-from reliability_helpers import COUNTS
+from reliability_helpers import COUNTS, mcp_initialize
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 PARSE, INVALID, NOT_FOUND, BAD_PARAMS = -32700, -32600, -32601, -32602
 REPLY_SECONDS = 30.0
-HTTP_ARGS = ("--no-watch", "--http", "--port", "0")
+HTTP_ARGS = ("--no-watch", "--http", "--port", "0", "--no-auth")
 
 Expected = list[tuple[int, object]]
 """The replies one message must get: (error code, id), in any order; [] for none."""
@@ -87,6 +87,36 @@ BATTERY: list[tuple[bytes, Expected | str]] = [
         b'"params":{"name":"memory_search","arguments":"x"}}',
         [(BAD_PARAMS, 133)],
     ),
+    # nesting past the parser's limit, and past MAX_DEPTH in a request's params
+    (b"[" * 100_000 + b"]" * 100_000, [(PARSE, None)]),
+    (
+        b'{"jsonrpc":"2.0","id":134,"method":"tools/call","params":{"name":"memory_search",'
+        b'"arguments":{"query":"x","deep":' + b"[" * 80 + b"]" * 80 + b"}}}",
+        [(INVALID, 134)],
+    ),
+    # a lone surrogate in any string argument of any tool (the reply could not be written)
+    *[
+        (
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s",'
+            b'"arguments":%s}}' % (number, name.encode(), arguments),
+            [(BAD_PARAMS, number)],
+        )
+        for number, name, arguments in [
+            (150, "memory_search", rb'{"query":"\ud800"}'),
+            (151, "memory_search", rb'{"query":"tomatoes \udfff watering"}'),
+            (152, "memory_get", rb'{"path":"memory/\ud800.md"}'),
+            (153, "memory_write", rb'{"text":"note \ud800"}'),
+            (154, "memory_write", rb'{"text":"note","heading":"\udbff"}'),
+            (155, "memory_edit", rb'{"path":"MEMORY.md","old_text":"\ud800","new_text":"x"}'),
+            (156, "memory_recent", rb'{"limit":1,"\ud800":1}'),
+            (
+                157,
+                "compress_context",
+                rb'{"messages":[{"role":"user","content":"\ud800"}],'
+                rb'"budget_tokens":10}',
+            ),
+        ]
+    ],
     # valid notifications and responses, blank lines: no reply
     (b'{"jsonrpc":"2.0","method":"notifications/no-such"}', []),
     (b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}', []),
@@ -165,18 +195,7 @@ def server(tmp_path: Path) -> Any:
 
 
 def test_every_malformed_message_gets_one_error_reply(server: Server) -> None:
-    server.request(
-        {
-            "jsonrpc": "2.0",
-            "id": "init",
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "battery", "version": "1"},
-            },
-        }
-    )
+    server.request(mcp_initialize("init", "battery"))
     assert "result" in server.until("init")[-1]
     server.request({"jsonrpc": "2.0", "method": "notifications/initialized"})
     for number, (raw, expected) in enumerate(BATTERY):
@@ -235,17 +254,7 @@ def test_streamable_http_answers_malformed_bodies_with_400_and_the_error(tmp_pat
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     try:
         with httpx.Client(timeout=REPLY_SECONDS) as client:
-            init = {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "battery", "version": "1"},
-                },
-            }
-            reply = client.post(url, headers=headers, json=init)
+            reply = client.post(url, headers=headers, json=mcp_initialize(0, "battery"))
             assert reply.status_code == 200
             headers["mcp-session-id"] = reply.headers["mcp-session-id"]
             headers["mcp-protocol-version"] = "2025-06-18"

@@ -28,7 +28,7 @@ from .lazy import LazyGroup
 if TYPE_CHECKING:
     from ..config import MemwellSettings
     from ..manager import MemorySearchManager
-    from ..models import MemoryStatus, ReadFileResult
+    from ..models import MemoryStatus
 
 
 class Context:
@@ -229,32 +229,16 @@ def search(
 def get(ctx: Context, path: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
     """Print lines of a memory file or session transcript (safe read: memory files only)."""
     from ..errors import MemoryFileNotFoundError
+    from ..sources.paths import line_range
 
     manager = ctx.open()
     result = manager.read_file(path, from_line=from_line, lines=lines)
     if result.missing:
         raise MemoryFileNotFoundError(f"no such memory file: {result.path}")
     if as_json:
-        _emit_json({**result.model_dump(), **_line_range(result, from_line, lines)})
+        _emit_json({**result.model_dump(), **line_range(result, from_line, lines)})
     else:
         click.echo(result.text)
-
-
-def _line_range(
-    result: ReadFileResult, from_line: int | None, lines: int | None
-) -> dict[str, int | None]:
-    """The 1-based, inclusive line range ``get`` returned (``None`` for an empty read).
-
-    A transcript shows one line per message, so its range is the JSONL lines asked for.
-    """
-    start = from_line or 1
-    if result.path.startswith("sessions/"):
-        return {"start_line": start, "end_line": start + lines - 1 if lines else None}
-    if not result.text:
-        return {"start_line": None, "end_line": None}
-    text = result.text
-    count = text.count("\n") + (0 if text.endswith("\n") else 1)
-    return {"start_line": start, "end_line": start + count - 1}
 
 
 def _status_lines(status: MemoryStatus) -> list[str]:

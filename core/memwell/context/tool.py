@@ -4,11 +4,12 @@ memory's embedding model."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from ..descriptors import READ_ONLY, AgentTool
 from ..recall.manager import unwrap
-from .compress import BudgetTooSmallError, compress
+from ..tool_schemas import FAILURE_FIELDS
+from .compress import BudgetTooSmallError, Level, compress
 from .tokens import TokenCounter, counter_for
 from .transcript import turn_from_message
 
@@ -46,6 +47,37 @@ COMPRESS_TOOL: dict[str, Any] = {
         },
     },
 }
+
+_COUNT = {"type": "integer", "minimum": 0}
+COMPRESS_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "level": {"type": "string", "enum": list(get_args(Level))},
+        "usage": {"type": "number", "minimum": 0},
+        "budget": {"type": "integer", "minimum": 1},
+        "tokens_before": _COUNT,
+        "tokens_after": _COUNT,
+        "fits": {"type": "boolean"},
+        "tokenizer": {"type": "string"},
+        "dropped_turns": _COUNT,
+        "collapsed_outputs": _COUNT,
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "turns": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"role": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["role", "content"],
+            },
+        },
+        "digest": {"type": ["object", "null"]},
+        "untrusted_data": {"type": "boolean"},
+        **FAILURE_FIELDS,
+    },
+    "required": ["untrusted_data"],
+}
+"""Every payload of ``compress_context``: the :class:`~.compress.Compressed` fields, or an
+``error`` for bad arguments."""
 
 
 def memory_token_counter(manager: object) -> TokenCounter:
@@ -87,4 +119,9 @@ def run_compress(arguments: Mapping[str, Any], counter: TokenCounter) -> dict[st
 def compress_tool(manager: object) -> AgentTool:
     """``compress_context`` counting tokens with ``manager``'s embedding model."""
     counter = memory_token_counter(manager)
-    return AgentTool(COMPRESS_TOOL, lambda arguments: run_compress(arguments, counter), READ_ONLY)
+    return AgentTool(
+        COMPRESS_TOOL,
+        lambda arguments: run_compress(arguments, counter),
+        READ_ONLY,
+        COMPRESS_OUTPUT_SCHEMA,
+    )

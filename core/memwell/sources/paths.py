@@ -167,6 +167,23 @@ def _read_session(
     )
 
 
+def line_range(
+    result: ReadFileResult, from_line: int | None, lines: int | None
+) -> dict[str, int | None]:
+    """The 1-based, inclusive ``start_line``/``end_line`` of a read (``None`` for an empty one).
+
+    A transcript shows one line per message, so its range is the JSONL lines asked for.
+    """
+    start = from_line or 1
+    if result.path.startswith(f"{SESSIONS_SOURCE}/"):
+        return {"start_line": start, "end_line": start + lines - 1 if lines else None}
+    if not result.text:
+        return {"start_line": None, "end_line": None}
+    text = result.text
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    return {"start_line": start, "end_line": start + count - 1}
+
+
 def _window(from_line: int | None, lines: int | None) -> tuple[int, int | None]:
     """0-based ``(start, stop)`` of a 1-based ``from_line`` and a line count."""
     start = max(1, from_line or 1) - 1

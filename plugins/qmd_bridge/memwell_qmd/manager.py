@@ -144,7 +144,8 @@ class QmdMemoryManager(QmdSearching):
             found = read_memory_file(
                 spec.root, parts[2], from_line=from_line, lines=lines, extra_paths=[str(spec.scope)]
             )
-            return ReadFileResult(path=f"qmd/{spec.name}/{found.path}", text=found.text)
+            display = f"qmd/{spec.name}/{found.path}"
+            return ReadFileResult(path=display, text=found.text, missing=found.missing)
         extras = [str(spec.scope) for spec in self.collections if not spec.default]
         return read_memory_file(
             self.workspace, raw, from_line=from_line, lines=lines, extra_paths=extras
