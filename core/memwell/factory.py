@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .config import MemwellSettings, load_settings, plugin_config
 from .descriptors import BackendContext
 from .embedding_runtime import EmbeddingRuntime
-from .errors import ConfigError, ProviderError
+from .errors import BackendUnavailableError, ConfigError, ProviderError
 from .fallback import FallbackMemoryManager
 from .lazy_import import lazy_logger
 from .manager import MemorySearchManager
@@ -171,12 +171,18 @@ def _open(
             if isinstance(entry, RecallCachedManager) and entry.inner is wrapper:
                 del _cache[cache_key]
 
+    def open_fallback() -> MemorySearchManager:
+        if reg.backend(BUILTIN_BACKEND) is None:
+            raise BackendUnavailableError("it is not installed (pip install memwell-sqlite)")
+        return create_backend(BUILTIN_BACKEND, settings, reg, ws, purpose)
+
     return FallbackMemoryManager(
         primary,
-        lambda: create_backend(BUILTIN_BACKEND, settings, reg, ws, purpose),
+        open_fallback,
         primary_name=settings.backend,
         primary_error=error,
         on_switch=evict,
+        workspace=str(ws),
     )
 
 

@@ -22,8 +22,10 @@ class FallbackMemoryManager(BaseMemoryManager):
     mistake, and a provider error, which the fallback would share) closes the primary,
     records the reason, calls ``on_switch`` (``open_memory`` uses it to evict its cache
     entry, so the next ``open_memory`` tries the primary again) and builds the fallback
-    exactly once. If the fallback cannot be built, the primary's error is
-    raised. ``primary=None`` with ``primary_error`` means the primary could not even be created.
+    exactly once. If the fallback cannot be built either (not installed, say), calls raise a
+    :class:`~memwell.errors.BackendUnavailableError` that names both failures, and
+    :meth:`status` reports search as disabled instead of raising. ``primary=None`` with
+    ``primary_error`` means the primary could not even be created.
     A fallback built after the caller synced (the primary) is synced once before it serves, so
     it answers from an index as fresh as the caller asked for.
     """
@@ -37,12 +39,14 @@ class FallbackMemoryManager(BaseMemoryManager):
         fallback_name: str = "builtin",
         primary_error: BaseException | None = None,
         on_switch: Callable[[FallbackMemoryManager], None] | None = None,
+        workspace: str = "",
     ) -> None:
         self._primary = primary
         self._make_fallback = make_fallback
         self.primary_name = primary_name
         self.fallback_name = fallback_name
         self._on_switch = on_switch
+        self.workspace = workspace
         self._fallback: MemorySearchManager | None = None
         self._lock = threading.RLock()
         self.last_error: BaseException | None = primary_error
@@ -86,13 +90,24 @@ class FallbackMemoryManager(BaseMemoryManager):
                 try:
                     fallback = self._make_fallback()
                 except Exception as exc:
-                    if self.last_error is not None:
-                        raise self.last_error from exc
-                    raise BackendUnavailableError("memory search unavailable") from exc
+                    raise BackendUnavailableError(self._no_fallback_reason(exc)) from (
+                        self.last_error or exc
+                    )
                 self._fallback = fallback
                 if self._synced:
                     fallback.sync(reason="fallback")
             return self._fallback
+
+    def _no_fallback_reason(self, exc: BaseException) -> str:
+        failed = (
+            f"backend {self.primary_name!r} failed ({_describe(self.last_error)})"
+            if self.last_error is not None
+            else f"backend {self.primary_name!r} is unavailable"
+        )
+        return (
+            f"{failed} and there is no fallback: backend {self.fallback_name!r} could not be "
+            f"opened ({_describe(exc)})"
+        )
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return self._call_with(lambda manager: getattr(manager, method)(*args, **kwargs))
@@ -199,8 +214,21 @@ class FallbackMemoryManager(BaseMemoryManager):
                 return self._primary.status()
             except Exception as exc:
                 self._switch(exc)
-        reason = f"{type(self.last_error).__name__}: {self.last_error}"
-        status = self._get_fallback().status()
+        reason = _describe(self.last_error)
+        try:
+            fallback = self._get_fallback()
+        except BackendUnavailableError as exc:
+            if self.closed:
+                raise
+            return MemoryStatus(
+                backend=self.primary_name,
+                provider="none",
+                search_mode="disabled",
+                workspace_dir=self.workspace,
+                fallback=FallbackStatus(from_=self.primary_name, to=None, reason=str(exc)),
+                custom={"fallback": {"disabled": True, "reason": str(exc)}},
+            )
+        status = fallback.status()
         return status.model_copy(
             update={
                 "fallback": FallbackStatus(
@@ -225,3 +253,7 @@ class FallbackMemoryManager(BaseMemoryManager):
                 log.debug("close raised %s", exc)
         if self._on_switch is not None:
             self._on_switch(self)
+
+
+def _describe(exc: BaseException | None) -> str:
+    return f"{type(exc).__name__}: {exc}"

@@ -62,16 +62,196 @@ from .sources.redact import redact
 from .sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
 
 if TYPE_CHECKING:
-    from .embeddings import EmbeddingProvider, Matrix, Vector
-    from .remote import RemoteEmbeddingProvider, RemoteEndpoint, remote_provider_spec
+    from .agent import (
+        TurnMessage,
+        after_turn,
+        before_answer,
+        looks_like_prompt_injection,
+        untrusted_block,
+    )
+    from .backend import (
+        FTS_ONLY_MODEL,
+        REINDEX_PENDING,
+    )
+    from .cli.main import (
+        Context as CliContext,
+    )
+    from .config import (
+        load_settings,
+        plugin_config,
+    )
+    from .curation.session_delta import (
+        SessionDeltaTracker,
+    )
+    from .debounce import (
+        Debouncer,
+    )
+    from .descriptors import (
+        READ_ONLY,
+        RerankerSpec,
+        TextGeneratorSpec,
+        ToolHints,
+    )
+    from .embedding_runtime import (
+        EmbeddingRuntime,
+    )
+    from .embeddings import (
+        EmbeddingProvider,
+        Matrix,
+        Vector,
+    )
+    from .errors import (
+        InvalidArgumentError,
+    )
+    from .factory import (
+        open_memory,
+        resolve_workspace,
+    )
+    from .models import (
+        SearchDegradation,
+        SearchMode,
+    )
+    from .plugins import (
+        get_registry,
+    )
+    from .prompt import (
+        memory_prompt_section,
+    )
+    from .provider_fallback import (
+        FALLBACK_FILE,
+    )
+    from .recall.manager import (
+        unwrap,
+    )
+    from .recall.query_vectors import (
+        QueryVectors,
+    )
+    from .remote import (
+        RemoteEmbeddingProvider,
+        RemoteEndpoint,
+        remote_provider_spec,
+    )
+    from .rerank import (
+        Reranker,
+    )
+    from .retrieval.calibration import (
+        CALIBRATION_ID,
+        Calibration,
+        calibrate,
+    )
+    from .retrieval.chunking import (
+        CHARS_PER_TOKEN,
+        remap_lines,
+    )
+    from .retrieval.cjk import (
+        CJK_CLASS,
+        is_cjk_char,
+        segment_for_fts,
+    )
+    from .retrieval.file_scan import (
+        ScanOutcome,
+    )
+    from .retrieval.file_scan import (
+        scan_memory_files as file_scan_search,
+    )
+    from .retrieval.file_similarity import (
+        blend_file_similarity,
+        mean_vector,
+    )
+    from .retrieval.fts_query import (
+        ChunkTerms,
+        fts_phrase,
+        fts_text_and_terms,
+        query_terms,
+    )
+    from .retrieval.keywords import (
+        extract_keywords,
+    )
+    from .retrieval.pipeline import (
+        rank_keyword_only,
+    )
+    from .sources.discovery import (
+        MEMORY_DIR,
+        ROOT_MEMORY_FILES,
+        normalize_extra_paths,
+        scan_memory_files,
+    )
+    from .textgen.base import (
+        TextGenerator,
+    )
+    from .tools import (
+        BadArgument,
+        error_text,
+        execute_tool,
+        optional_int,
+        parse_arguments,
+        tool_definitions,
+    )
 
-_LAZY = {
+_LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "EmbeddingProvider": "embeddings",
     "Matrix": "embeddings",
     "Vector": "embeddings",
     "RemoteEmbeddingProvider": "remote",
     "RemoteEndpoint": "remote",
     "remote_provider_spec": "remote",
+    "READ_ONLY": "descriptors",
+    "RerankerSpec": "descriptors",
+    "TextGeneratorSpec": "descriptors",
+    "ToolHints": "descriptors",
+    "InvalidArgumentError": "errors",
+    "SearchDegradation": "models",
+    "SearchMode": "models",
+    "FTS_ONLY_MODEL": "backend",
+    "REINDEX_PENDING": "backend",
+    "EmbeddingRuntime": "embedding_runtime",
+    "load_settings": "config",
+    "plugin_config": "config",
+    "open_memory": "factory",
+    "resolve_workspace": "factory",
+    "get_registry": "plugins",
+    "TurnMessage": "agent",
+    "looks_like_prompt_injection": "agent",
+    "untrusted_block": "agent",
+    "after_turn": "agent",
+    "before_answer": "agent",
+    "Reranker": "rerank",
+    "TextGenerator": "textgen.base",
+    "QueryVectors": "recall.query_vectors",
+    "unwrap": "recall.manager",
+    "CHARS_PER_TOKEN": "retrieval.chunking",
+    "remap_lines": "retrieval.chunking",
+    "CJK_CLASS": "retrieval.cjk",
+    "is_cjk_char": "retrieval.cjk",
+    "segment_for_fts": "retrieval.cjk",
+    "ScanOutcome": "retrieval.file_scan",
+    "file_scan_search": "retrieval.file_scan:scan_memory_files",
+    "blend_file_similarity": "retrieval.file_similarity",
+    "mean_vector": "retrieval.file_similarity",
+    "ChunkTerms": "retrieval.fts_query",
+    "fts_phrase": "retrieval.fts_query",
+    "fts_text_and_terms": "retrieval.fts_query",
+    "query_terms": "retrieval.fts_query",
+    "extract_keywords": "retrieval.keywords",
+    "rank_keyword_only": "retrieval.pipeline",
+    "CALIBRATION_ID": "retrieval.calibration",
+    "Calibration": "retrieval.calibration",
+    "calibrate": "retrieval.calibration",
+    "MEMORY_DIR": "sources.discovery",
+    "ROOT_MEMORY_FILES": "sources.discovery",
+    "normalize_extra_paths": "sources.discovery",
+    "scan_memory_files": "sources.discovery",
+    "SessionDeltaTracker": "curation.session_delta",
+    "Debouncer": "debounce",
+    "memory_prompt_section": "prompt",
+    "FALLBACK_FILE": "provider_fallback",
+    "BadArgument": "tools",
+    "error_text": "tools",
+    "execute_tool": "tools",
+    "optional_int": "tools",
+    "parse_arguments": "tools",
+    "tool_definitions": "tools",
+    "CliContext": "cli.main:Context",
 }
 
 _C = TypeVar("_C")
@@ -95,31 +275,48 @@ def plugin_settings(ctx: BackendContext | ProviderContext, model: type[_C]) -> _
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'memwell.plugin' has no attribute {name!r}")
     from importlib import import_module
 
-    return getattr(import_module(f"memwell.{module}"), name)
+    module, _, attr = where.partition(":")
+    return getattr(import_module(f"memwell.{module}"), attr or name)
 
 
 __all__ = [
     "ALL_STOPWORDS",
+    "CALIBRATION_ID",
+    "CHARS_PER_TOKEN",
     "CHUNKER_VERSION",
+    "CJK_CLASS",
+    "FALLBACK_FILE",
+    "FTS_ONLY_MODEL",
+    "MEMORY_DIR",
     "PLUGIN_API_VERSION",
+    "READ_ONLY",
+    "REINDEX_PENDING",
+    "ROOT_MEMORY_FILES",
     "AgentTool",
     "BackendContext",
     "BackendUnavailableError",
+    "BadArgument",
     "BaseMemoryManager",
     "CacheStatus",
+    "Calibration",
     "Candidate",
     "Chunk",
+    "ChunkTerms",
+    "CliContext",
     "ConfigError",
+    "Debouncer",
     "EmbeddingProvider",
     "EmbeddingProviderSpec",
+    "EmbeddingRuntime",
     "FallbackStatus",
     "FtsQuery",
     "FtsStatus",
+    "InvalidArgumentError",
     "Matrix",
     "MemoryBackend",
     "MemorySearchManager",
@@ -134,39 +331,77 @@ __all__ = [
     "ProviderContext",
     "ProviderError",
     "ProviderUnavailableError",
+    "QueryVectors",
     "ReadFileResult",
     "Record",
     "RemoteEmbeddingProvider",
     "RemoteEndpoint",
+    "Reranker",
+    "RerankerSpec",
+    "ScanOutcome",
     "ScannedFile",
     "SearchBackend",
+    "SearchDegradation",
+    "SearchMode",
     "SearchRequest",
+    "SessionDeltaTracker",
     "SourceCount",
     "SyncProgress",
+    "TextGenerator",
+    "TextGeneratorSpec",
+    "ToolHints",
+    "TurnMessage",
     "Vector",
     "VectorStatus",
+    "after_turn",
+    "before_answer",
+    "blend_file_similarity",
     "bm25_rank_to_score",
     "build_fts_query",
+    "calibrate",
     "chunk_ids",
     "chunk_markdown",
     "citations_enabled",
     "clamp01",
     "enforce_input_limit",
+    "error_text",
+    "execute_tool",
+    "extract_keywords",
     "field_error",
+    "file_scan_search",
     "format_citation",
+    "fts_phrase",
+    "fts_text_and_terms",
     "fuse_hybrid",
+    "get_registry",
     "hookimpl",
+    "is_cjk_char",
     "keyword_boost",
     "keyword_floor",
     "list_memory_files",
     "list_session_files",
+    "load_settings",
+    "looks_like_prompt_injection",
+    "mean_vector",
+    "memory_prompt_section",
+    "normalize_extra_paths",
+    "open_memory",
+    "optional_int",
+    "parse_arguments",
     "parse_session_jsonl",
+    "plugin_config",
     "plugin_settings",
+    "query_terms",
     "rank_candidates",
+    "rank_keyword_only",
     "read_memory_file",
     "read_source_file",
     "redact",
+    "remap_lines",
     "remote_provider_spec",
+    "resolve_workspace",
+    "scan_memory_files",
+    "segment_for_fts",
     "segment_for_index",
     "segment_query_terms",
     "session_entry_hash",
@@ -174,5 +409,8 @@ __all__ = [
     "stat_source_file",
     "to_results",
     "tokenize",
+    "tool_definitions",
     "truncate_snippet",
+    "untrusted_block",
+    "unwrap",
 ]

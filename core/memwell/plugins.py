@@ -31,6 +31,7 @@ from .errors import PluginApiMismatchError, PluginError
 from .lazy_import import lazy_logger
 from .plugin_api import api_mismatch, declared_api
 from .plugin_index import KINDS, PluginIndex, Provides
+from .plugin_trace import call_hook
 
 log = lazy_logger(__name__)
 
@@ -205,7 +206,7 @@ class PluginRegistry:
         key = (impl.plugin_name, kind)
         if key not in self._yields:
             try:
-                self._yields[key] = list(cast("Iterable[Any]", impl.function() or ()))
+                self._yields[key] = call_hook(impl, _HOOKS[kind], {}, collect=True)
             except Exception as exc:
                 self._yields[key] = exc
         return self._yields[key]
@@ -397,7 +398,7 @@ class PluginRegistry:
         for impl in reversed(hook.get_hookimpls()):
             args = {name: kwargs[name] for name in impl.argnames if name in kwargs}
             try:
-                results.append((impl.plugin_name, impl.function(**args)))
+                results.append((impl.plugin_name, call_hook(impl, hook_name, args)))
             except Exception as exc:
                 log.warning(
                     "memwell plugin %r failed in %s: %s: %s",

@@ -223,27 +223,39 @@ def test_primary_none_with_primary_error() -> None:
     assert factory.builds == 1
 
 
-def test_unbuildable_fallback_reraises_primary_error() -> None:
+def test_unbuildable_fallback_says_there_is_none() -> None:
     original = RuntimeError("primary exploded")
     primary = FakeManager("primary", fail_with=original)
     factory = Factory(error=OSError("cannot open sqlite"))
-    mgr = FallbackMemoryManager(primary, factory)
-    with pytest.raises(RuntimeError, match="primary exploded") as info:
+    mgr = FallbackMemoryManager(primary, factory, primary_name="acme", workspace="/ws")
+    with pytest.raises(BackendUnavailableError) as info:
         mgr.search("x")
-    assert info.value is original
-    assert isinstance(info.value.__cause__, OSError)
+    message = str(info.value)
+    assert "backend 'acme' failed (RuntimeError: primary exploded)" in message
+    assert "no fallback" in message and "OSError: cannot open sqlite" in message
+    assert info.value.__cause__ is original
     assert primary.closed == 1
-    # no half-built state: the next call tries to build again and fails the same way
-    with pytest.raises(RuntimeError, match="primary exploded"):
+    # no half-built state: the next call tries to build again and says the same
+    with pytest.raises(BackendUnavailableError, match="no fallback"):
         mgr.search("y")
     assert factory.builds == 2
     assert primary.calls["search"] == 1
+    # status reports search as disabled, with both reasons, instead of raising
+    status = mgr.status()
+    assert status.search_mode == "disabled" and status.backend == "acme"
+    assert status.workspace_dir == "/ws"
+    assert status.fallback is not None and status.fallback.to is None
+    assert "primary exploded" in status.fallback.reason
+    assert "cannot open sqlite" in status.fallback.reason
 
 
 def test_unbuildable_fallback_without_primary_error() -> None:
     mgr = FallbackMemoryManager(None, Factory(error=OSError("nope")))
-    with pytest.raises(BackendUnavailableError):
+    with pytest.raises(BackendUnavailableError, match="unavailable and there is no fallback"):
         mgr.search("x")
+    mgr.close()
+    with pytest.raises(BackendUnavailableError, match="closed"):
+        mgr.status()
 
 
 def test_close_closes_both_and_is_idempotent() -> None:

@@ -23,10 +23,31 @@ def test_every_exported_name_resolves() -> None:
         _ = mw.NotAThing  # type: ignore[attr-defined]
 
 
-def test_importing_it_does_not_load_numpy() -> None:
-    code = "import sys, memwell.plugin; print('numpy' in sys.modules)"
+@pytest.mark.parametrize("module", ["memwell.plugin", "memwell.plugin_sdk"])
+def test_importing_the_door_loads_nothing_heavy(module: str) -> None:
+    heavy = ["numpy", "memwell.remote", "memwell.tools", "memwell.factory", "memwell.cli.main"]
+    code = f"import sys, {module}; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_sdk_resolves_every_name_to_the_core_object() -> None:
+    from memwell import blas, lazy_import, remote, retry, sqlite_errors
+    from memwell import plugin_sdk as sdk
+    from memwell.retrieval import file_scan
+    from memwell.textgen import remote as textgen_remote
+
+    missing = [name for name in sdk.__all__ if not hasattr(sdk, name)]
+    assert missing == []
+    assert sdk.sqlite_errors is sqlite_errors
+    assert sdk.BatchingRemoteProvider is remote.BatchingRemoteProvider
+    assert sdk.RetryPolicy is retry.RetryPolicy
+    assert sdk.TEXTGEN_WHAT == textgen_remote.WHAT
+    assert sdk.single_blas_thread is blas.single_blas_thread
+    assert sdk.lazy_logger is lazy_import.lazy_logger
+    assert mw.file_scan_search is file_scan.scan_memory_files  # renamed: two scans in one door
+    with pytest.raises(AttributeError, match="plugin_sdk"):
+        _ = sdk.NotAThing
 
 
 def test_what_a_backend_uses_today_is_there() -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from memwell import factory
 from memwell import plugins as plugins_mod
 from memwell.backend import MemoryBackend, SearchRequest
-from memwell.cli.main import cli
+from memwell.cli.main import cli, main
 from memwell.descriptors import SearchBackend
 from memwell.hookspecs import hookimpl
 from memwell.manager import ProgressCallback
@@ -107,3 +107,36 @@ def test_a_healthy_backend_prints_no_fallback_note(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["fallback"] is None
     assert "failed" not in result.stderr and "Traceback" not in result.stderr
+
+
+def _unreachable(ctx: Any) -> MemoryBackend:
+    raise ConnectionRefusedError("store at 127.0.0.1:9 refused the connection")
+
+
+@hookimpl(specname="memwell_search_backends")
+def unreachable_backends() -> list[SearchBackend]:
+    return [SearchBackend(name="unreachable", create=_unreachable, description="down")]
+
+
+@pytest.mark.parametrize("backend", ["crashing", "unreachable"])
+def test_without_a_fallback_backend_search_and_status_say_so(
+    tmp_path: Path, registry: PluginRegistry, backend: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry.unregister("builtin")  # memwell-sqlite is not installed
+    registry.register(SimpleNamespace(unreachable_backends=unreachable_backends), "unreachable")
+    ws = write_workspace(tmp_path / "ws")
+    argv = ["-w", str(ws), "--backend", backend, "--provider", "none"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "search", "staging database"])
+    assert exit_info.value.code == 2
+    stderr = capsys.readouterr().err
+    assert f"error: backend {backend!r} failed (" in stderr
+    assert "no fallback" in stderr and "pip install memwell-sqlite" in stderr
+    assert "Traceback" not in stderr
+    if backend == "unreachable":  # a backend that cannot even open: status says why
+        status = CliRunner().invoke(cli, [*argv, "status", "--json"])
+        assert status.exit_code == 0, (status.output, status.exception)
+        payload = json.loads(status.stdout)
+        assert payload["search_mode"] == "disabled" and payload["backend"] == "unreachable"
+        assert "ConnectionRefusedError" in payload["fallback"]["reason"]
+        assert "no fallback" in payload["fallback"]["reason"]

@@ -18,6 +18,7 @@ from qmd_helpers import QUIET
 
 class TestQmdConformance(BackendConformance):
     backend_name = "qmd"
+    concurrency_rounds = 4  # each sync runs the qmd CLI (about 2 s a round)
 
     @pytest.fixture
     def memory_factory(

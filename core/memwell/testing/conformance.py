@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -106,6 +108,8 @@ class BackendConformance(MemoryFixtures):
 
     #: the ``backend`` name status() must report
     backend_name: str = ""
+    #: how many edit-and-sync rounds :meth:`test_searches_during_syncs_see_one_state` runs
+    concurrency_rounds: int = 12
 
     def _find(self, memory: MemorySearchManager, query: str) -> list[MemorySearchResult]:
         return memory.search(query, max_results=5, min_score=0.0)
@@ -223,6 +227,68 @@ class BackendConformance(MemoryFixtures):
         cached.sync(reason="conformance-write")
         after = cached.search(query, max_results=5, min_score=0.0)
         assert any(r.path == "memory/pelicans.md" for r in after)
+
+    def test_searches_during_syncs_see_one_state(
+        self, memory: MemorySearchManager, workspace: Path
+    ) -> None:
+        """Searches running while syncs rewrite every file never raise, and each hit is one
+        version of its file (its text and its line numbers agree) no older than the last
+        sync that finished before the search began."""
+        names = [f"memory/round-{k}.md" for k in range(6)]
+
+        def write_round(round_no: int) -> None:
+            for k, rel in enumerate(names):
+                padding = "\n" * (round_no % 3)  # each round moves the fact to another line
+                text = f"# Round file {k}\n{padding}Quetzal feather count r{round_no} f{k}.\n"
+                (workspace / rel).write_text(text, encoding="utf-8")
+
+        write_round(0)
+        memory.sync(reason="conformance")
+        synced = [0]  # the newest round a finished sync has indexed
+        done = threading.Event()
+        failures: list[str] = []
+        fact = re.compile(r"Quetzal feather count r(\d+) f(\d+)\.")
+
+        def read() -> None:
+            while not done.is_set() and not failures:
+                floor = synced[0]
+                try:
+                    hits = memory.search("quetzal feather count", max_results=10, min_score=0.0)
+                except Exception as exc:  # the failure this test exists to catch
+                    failures.append(f"search raised {type(exc).__name__}: {exc}")
+                    return
+                for hit in hits:
+                    if not hit.path.startswith("memory/round-"):
+                        continue
+                    for offset, line in enumerate(hit.snippet.splitlines()):
+                        found = fact.search(line)
+                        if found is None:
+                            continue
+                        round_no = int(found.group(1))
+                        if hit.path != names[int(found.group(2))]:
+                            failures.append(f"{hit.path} shows another file's text: {line}")
+                        elif hit.start_line + offset != 2 + round_no % 3:
+                            failures.append(f"{hit.path}: round {round_no} at a wrong line")
+                        elif round_no < floor:
+                            failures.append(f"{hit.path}: round {round_no} after {floor} synced")
+
+        readers = [threading.Thread(target=read) for _ in range(3)]
+        for reader in readers:
+            reader.start()
+        try:
+            for round_no in range(1, self.concurrency_rounds + 1):
+                write_round(round_no)
+                memory.sync(reason="conformance-concurrent")
+                synced[0] = round_no
+                if failures:
+                    break
+        finally:
+            done.set()
+            for reader in readers:
+                reader.join(timeout=60)
+        assert not failures, failures[:5]
+        last = memory.search("quetzal feather count", max_results=10, min_score=0.0)
+        assert any(f"r{self.concurrency_rounds} " in hit.snippet for hit in last)
 
 
 class ProviderConformance:

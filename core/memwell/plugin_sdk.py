@@ -1,0 +1,64 @@
+"""Helpers for writing plugins that most plugins never need, one lazy import away.
+
+``memwell.plugin`` is the plugin API; this module adds the helpers that only some plugins use,
+each imported on first use so that a plugin importing this stays cheap:
+
+- remote embedding APIs: :class:`RemoteProviderConfig`, :class:`BatchingRemoteProvider` and the
+  batch-file helpers (:func:`jsonl`, :func:`parse_openai_batch_line`,
+  :func:`collect_batch_vectors`, :class:`BatchError`, :class:`BatchLine`), the error mapping
+  (:func:`status_error`, :func:`transport_error`), :func:`merge_headers`,
+  :func:`endpoint_create` and the retry policy (:class:`RetryPolicy`);
+- remote text generation: :class:`RemoteTextGenerator`, :func:`remote_text_generator_spec`,
+  :data:`TEXTGEN_WHAT`;
+- SQLite: :data:`sqlite_errors` (result codes and :func:`is_contention`-style classifiers,
+  by code, never by message);
+- NumPy: :func:`blas_threads`, :func:`single_blas_thread`;
+- start-up: :func:`lazy_module`, :func:`lazy_logger` (import a module, or ``logging``, on first
+  use).
+
+These follow the plugin API version (:data:`memwell.plugin.PLUGIN_API_VERSION`) like
+``memwell.plugin`` itself.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+_WHERE = {
+    "BatchError": "remote",
+    "BatchLine": "remote",
+    "BatchingRemoteProvider": "remote",
+    "RemoteProviderConfig": "remote",
+    "collect_batch_vectors": "remote",
+    "endpoint_create": "remote",
+    "jsonl": "remote",
+    "merge_headers": "remote",
+    "parse_openai_batch_line": "remote",
+    "status_error": "remote",
+    "transport_error": "remote",
+    "RetryPolicy": "retry",
+    "RemoteTextGenerator": "textgen.remote",
+    "remote_text_generator_spec": "textgen.remote",
+    "TEXTGEN_WHAT": "textgen.remote:WHAT",
+    "blas_threads": "blas",
+    "single_blas_thread": "blas",
+    "lazy_logger": "lazy_import",
+    "lazy_module": "lazy_import",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "sqlite_errors":
+        return import_module("memwell.sqlite_errors")
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'memwell.plugin_sdk' has no attribute {name!r}")
+    module, _, attr = where.partition(":")
+    return getattr(import_module(f"memwell.{module}"), attr or name)
+
+
+__all__ = sorted([*_WHERE, "sqlite_errors"])
