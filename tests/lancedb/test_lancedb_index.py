@@ -204,6 +204,16 @@ def test_sources_filter_and_sessions(build: Build, workspace: Path) -> None:
     assert all(r.source == "memory" for r in only_memory)
 
 
+def test_hybrid_disabled_reports_vector_only(build: Build, workspace: Path) -> None:
+    """Issue 40 item 6: no keyword half, so the mode is ``vector-only`` (was ``hybrid``)."""
+    write(workspace, NOTES)
+    memory = build(workspace, query={"hybrid": {"enabled": False}})
+    assert memory.status().search_mode == "vector-only", "before the model is loaded"
+    memory.sync()
+    memory.search("zeppelin", min_score=0.0)
+    assert memory.status().search_mode == "vector-only"
+
+
 def test_namespaces_share_one_database(build: Build, tmp_path: Path) -> None:
     shared = str(tmp_path / "shared-db")
     one = write(tmp_path / "one", {"MEMORY.md": "Alpha agent keeps the llama notes.\n"})
