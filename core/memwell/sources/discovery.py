@@ -265,8 +265,9 @@ def _display_path(
     """Stored path: ``sessions/`` and the transcript's path under ``sessions_dir`` (its
     basename without one) for session transcripts, else workspace-relative."""
     if source == SESSIONS_SOURCE:
-        inside = sessions_dir is not None and sessions_dir in abs_path.parents
-        name = abs_path.relative_to(sessions_dir).as_posix() if inside else abs_path.name
+        name = abs_path.name
+        if sessions_dir is not None and sessions_dir in abs_path.parents:
+            name = abs_path.relative_to(sessions_dir).as_posix()
         return f"{SESSIONS_SOURCE}/{name}"
     return relative_path(abs_path, workspace)
 
