@@ -247,9 +247,8 @@ def search(
     if not results:
         click.echo("no results")
         return
-    print_hits(
-        results, query, manager, ctx.sessions_dir() if "sessions" in status.sources else None
-    )
+    transcripts = any(hit.source == "sessions" for hit in results)
+    print_hits(results, query, manager, ctx.sessions_dir() if transcripts else None)
 
 
 @cli.command()

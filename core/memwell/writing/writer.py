@@ -90,7 +90,8 @@ class MemoryWriter:
 
         Without ``file`` the target is today's daily file, or ``MEMORY.md`` when ``heading``
         is given. ``file`` is a memory path or a topic name under ``memory/``. With
-        ``heading``, the note goes at the end of that section. A new file under ``memory/``
+        ``heading``, the note goes at the end of that section (as its list's next item when
+        the section ends in a list). A new file under ``memory/``
         starts with a ``# <name>`` title (``# YYYY-MM-DD`` for the daily file).
         """
         note = self._checked_text(text, "text")
