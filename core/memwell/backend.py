@@ -322,8 +322,13 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
         load a model or probe a server): the configured one is shown instead.
         """
         requested = self.settings.provider
+        # ``query.hybrid.enabled = false``: searches with a provider run on vectors alone
+        with_vectors = "hybrid" if self.settings.query.hybrid.enabled else "vector-only"
         if not select and not self.runtime.initialized:
-            return {"provider": requested, "model": self.settings.model or None}
+            fields: dict[str, Any] = {"provider": requested, "model": self.settings.model or None}
+            if requested != "none" and with_vectors != "hybrid":
+                fields["search_mode"] = with_vectors
+            return fields
         try:
             selection = self.runtime.selection()
         except Exception as exc:
@@ -344,7 +349,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
         return {
             "provider": selection.provider.id,
             "model": selection.provider.model,
-            "search_mode": "hybrid",
+            "search_mode": with_vectors,
             "provider_fallback": selection.fallback,
         }
 

@@ -36,8 +36,13 @@ def test_keyword_only_search_keeps_the_hybrid_index(
     assert hits and hits[0].path == "memory/2026-01-02.md"
     assert status.search_mode == "fts-only"
     assert status.custom["generation_file"] == before.custom["generation_file"], "no rebuild"
-    said = [r.message for r in caplog.records if "used as it is" in r.message]
+    said = [r.getMessage() for r in caplog.records if "keyword-only search" in r.getMessage()]
     assert len(said) == 1, "said once per manager"
+    # one short sentence (issue 40 item 11), naming the model whose index is used as it is
+    assert said[0] == (
+        f"memwell: keyword-only search; files changed since the last run with {provider.model} "
+        "are not indexed."
+    )
 
     calls = provider.calls
     again = open_ws(workspace)

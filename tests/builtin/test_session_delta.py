@@ -16,6 +16,7 @@ from memwell.manager import MemorySearchManager
 from memwell.recall.manager import unwrap
 from memwell.sync_gate import SyncGate
 from memwell_sqlite.manager import SqliteMemoryManager
+from memwell_sqlite.watcher import MemoryWatcher
 
 OpenFn = Callable[..., MemorySearchManager]
 
@@ -278,3 +279,17 @@ def test_the_gate_widens_a_sessions_only_request_joined_by_a_full_one() -> None:
     assert scopes == [frozenset({"sessions"}), None]
     gate.run(scan, sources=frozenset({"sessions"}))
     assert scopes[-1] == frozenset({"sessions"})
+
+
+def test_the_watcher_hands_reference_layout_transcripts_to_the_tracker(tmp_path: Path) -> None:
+    """Issue 40 item 13: ``<sessionKey>/transcripts/*.jsonl`` grow like flat transcripts."""
+    root = (tmp_path / "sessions").resolve()
+    grown: list[Path] = []
+    watcher = MemoryWatcher(
+        tmp_path, [root], lambda: None, lambda: None, 0.1, transcripts=(root, grown.append)
+    )
+    flat, nested = root / "main.jsonl", root / "agent-main" / "transcripts" / "t1.jsonl"
+    elsewhere = [root / "agent-main" / "t1.jsonl", root / "a" / "b" / "transcripts" / "t.jsonl"]
+    assert watcher.grew(flat) and watcher.grew(nested)
+    assert not any(watcher.grew(path) for path in [*elsewhere, tmp_path / "other.jsonl"])
+    assert grown == [flat, nested]

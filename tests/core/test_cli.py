@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from memwell.cli.main import cli, main
 from memwell.testing.conformance import write_workspace
 
 MEMWELL = str(Path(sys.executable).with_name("memwell"))
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -113,6 +115,61 @@ def test_unknown_backend_one_line(ws: Path, capsys: pytest.CaptureFixture[str]) 
     code, _, err = _main(["--backend", "nosuch", "-w", str(ws), "status"], capsys)
     assert code == 2
     assert "'nosuch'" in err and "builtin" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "named"),
+    [
+        ("--backend", "unknown backend 'nosuch' given by --backend (installed: "),
+        ("--provider", "unknown embedding provider 'nosuch' given by --provider (installed: "),
+    ],
+)
+def test_an_unknown_flag_value_names_the_flag(
+    flag: str, named: str, ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40 item 5: the flag is named, not a config key the user never wrote."""
+    code, _, err = _main([flag, "nosuch", "-w", str(ws), "search", "x"], capsys)
+    assert code == 2
+    assert err.startswith(f"error: {named}") and err.count("\n") == 1
+    assert "config key" not in err
+    (ws / "memwell.toml").write_text('backend = "nosuch"\n')
+    code, _, err = _main(["-w", str(ws), "status"], capsys)
+    assert code == 2 and "in config key 'backend'" in err, "a config value still names its key"
+
+
+def test_get_past_the_end_says_how_long_the_file_is(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40 item 9: ``get --from`` past the end fails like a missing file (was a blank
+    line and status 0)."""
+    lines = (ws / "MEMORY.md").read_text().count("\n")
+    args = ["--provider", "none", "-w", str(ws), "get", "MEMORY.md"]
+    code, out, err = _main([*args, "--from", "999"], capsys)
+    assert (code, out) == (2, "")
+    assert err == f"error: MEMORY.md has {lines} lines; --from 999 is past the end\n"
+    code, _, err = _main([*args, "--from", str(lines + 1), "--json"], capsys)
+    assert code == 2 and f"has {lines} lines" in err
+    code, out, _ = _main([*args, "--from", str(lines), "--lines", "5"], capsys)
+    assert code == 0 and out.strip(), "the last line is still there"
+    (ws / "memory" / "empty.md").write_text("")
+    code, out, _ = _main(["--provider", "none", "-w", str(ws), "get", "memory/empty.md"], capsys)
+    assert (code, out) == (0, "\n"), "an empty file read whole is not an error"
+
+
+def test_write_under_a_bulleted_heading_adds_a_bullet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40 item 7, as the README runs it on the demo workspace."""
+    ws = tmp_path / "demo"
+    shutil.copytree(REPO / "examples" / "demo", ws)
+    before = (ws / "MEMORY.md").read_text()
+    args = ["--provider", "none", "-w", str(ws), "write", "--heading", "Preferences"]
+    code, _, err = _main([*args, "Prefers tabs."], capsys)
+    assert code == 0, err
+    assert (ws / "MEMORY.md").read_text() == before.replace(
+        "- Code review needs two approvals before merging to main.\n",
+        "- Code review needs two approvals before merging to main.\n- Prefers tabs.\n",
+    )
 
 
 def test_usage_error_exit_code(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -242,7 +299,7 @@ def test_doctor_reports_sqlite_and_fts5(tmp_path: Path) -> None:
 def test_doctor_reports_a_failing_backend_and_provider(tmp_path: Path) -> None:
     proc = run(["--backend", "nosuch", "doctor"], tmp_path)
     assert proc.returncode == 1
-    assert "FAILED: ConfigError: unknown backend 'nosuch'" in proc.stdout
+    assert "FAILED: unknown backend 'nosuch' given by --backend" in proc.stdout
     report = json.loads(run(["--provider", "openai", "doctor", "--json"], tmp_path).stdout)
     steps = report["workspace"]
     assert steps["backend"].startswith("builtin: ok")

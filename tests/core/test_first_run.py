@@ -17,7 +17,7 @@ from memwell import factory
 from memwell.cli.main import cli
 from memwell.cli.progress import progress_text
 from memwell.cli.render import hit_lines, query_pattern
-from memwell.models import MemorySearchResult, SyncProgress
+from memwell.models import SyncProgress
 from memwell.tools import memory_get
 
 MEMWELL = str(Path(sys.executable).with_name("memwell"))
@@ -252,6 +252,51 @@ def test_session_hits_open_with_get_and_memory_get_as_redacted_text(tmp_path: Pa
         assert memory_get(manager, bad)["text"] == ""
 
 
+def test_session_hits_print_their_jsonl_line_numbers(tmp_path: Path) -> None:
+    """Issue 40 item 12: transcript lines are numbered like a memory file's (by JSONL line)."""
+    ws = tmp_path / "ws"
+    (ws / "sessions").mkdir(parents=True)
+    (ws / "sessions" / "chat.jsonl").write_text(TRANSCRIPT + "\n")
+    (ws / "memwell.toml").write_text('sources = ["memory", "sessions"]\n')
+    out = invoke("-w", str(ws), "search", "deploy window fridays").stdout
+    assert "sessions/chat.jsonl:2-4  score" in out
+    assert "  2: User: Deploy window?\n  4: Assistant: Fridays. Token " in out
+
+
+def test_transcripts_in_the_reference_layout_are_indexed_and_read(tmp_path: Path) -> None:
+    """Issue 40 item 13: ``sessions/<sessionKey>/transcripts/*.jsonl`` is walked, under the
+    same path rules: a symlinked folder leading out of the sessions folder is neither indexed
+    nor read."""
+    ws = tmp_path / "ws"
+    transcripts = ws / "sessions" / "agent-main" / "transcripts"
+    transcripts.mkdir(parents=True)
+    (transcripts / "chat.jsonl").write_text(TRANSCRIPT + "\n")
+    outside = tmp_path / "outside" / "transcripts"
+    outside.mkdir(parents=True)
+    (outside / "leak.jsonl").write_text(
+        json.dumps({"type": "message", "message": {"role": "user", "content": "zebra deploy"}})
+    )
+    os.symlink(outside.parent, ws / "sessions" / "escape")
+    (ws / "memwell.toml").write_text('sources = ["memory", "sessions"]\n')
+    found = json.loads(invoke("-w", str(ws), "search", "deploy window zebra", "--json").stdout)
+    assert [hit["path"] for hit in found["results"]] == [
+        "sessions/agent-main/transcripts/chat.jsonl"
+    ]
+    got = invoke("-w", str(ws), "get", "sessions/agent-main/transcripts/chat.jsonl", "--from", "2")
+    assert got.exit_code == 0 and got.stdout.startswith("User: Deploy window?\nAssistant: ")
+    leak = _run(
+        tmp_path, *KEYWORD_ONLY, "-w", str(ws), "get", "sessions/escape/transcripts/leak.jsonl"
+    )
+    assert leak.returncode == 2, leak.stderr
+    assert (
+        leak.stderr.startswith("error: ") and "symlink: sessions/escape/transcripts/" in leak.stderr
+    )
+    manager = factory.open_memory(ws, overrides={"provider": "none", "sync": {"watch": False}})
+    assert "zebra" not in str(memory_get(manager, "sessions/escape/transcripts/leak.jsonl"))
+    for bad in ("sessions/agent-main/chat.jsonl", "sessions/agent-main/transcripts/../x.jsonl"):
+        assert memory_get(manager, bad)["text"] == ""
+
+
 def test_transcripts_are_not_readable_when_sessions_are_not_indexed(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "sessions").mkdir(parents=True)
@@ -281,8 +326,7 @@ def test_search_that_indexes_first_says_so_with_progress(tmp_path: Path) -> None
 
 def test_results_show_numbered_matching_lines_deep_in_a_long_chunk() -> None:
     text = "\n".join([f"filler line {i}" for i in range(20)] + ["The answer: port 5433."])
-    hit = MemorySearchResult(path="MEMORY.md", start_line=5, end_line=25, score=0.5, snippet="")
-    rows, left_out = hit_lines(hit, text, query_pattern("which port?"))
+    rows, left_out = hit_lines(list(enumerate(text.split("\n"), 5)), query_pattern("which port?"))
     assert rows == [(25, "The answer: port 5433.")] and left_out == 0
 
 

@@ -16,6 +16,8 @@ from memwell.cli.main import cli, main
 from memwell.errors import ConfigError
 from memwell.scaffold import scaffold_plugin
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def _install(package: Path, site: Path) -> None:
     """Install ``package`` (not editable, no deps) into ``site``, outside the test venv."""
@@ -52,6 +54,9 @@ def test_scaffold_installs_and_passes_conformance(tmp_path: Path, kind: str, at_
     assert tests.returncode == 0, tests.stdout + tests.stderr
     passed = re.search(r"(\d+) passed", tests.stdout)
     assert passed is not None and int(passed.group(1)) >= at_least, tests.stdout
+    if kind == "backend":  # the walkthrough prints the count a plugin author will see
+        guide = (REPO / "docs" / "writing-a-plugin.md").read_text(encoding="utf-8")
+        assert f"\n{passed.group(1)} passed\n" in guide, "docs/writing-a-plugin.md's count"
     assert "failed" not in tests.stdout and "error" not in tests.stdout
     listed = subprocess.run(
         [sys.executable, "-m", "memwell", "plugins", "--json"],

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from memwell.sources.sessions import (
     ParsedSession,
     is_session_transcript,
+    layout_name,
     list_session_files,
     parse_session_jsonl,
     session_entry_hash,
@@ -241,6 +242,51 @@ def test_list_session_files(tmp_path: Path) -> None:
         "c.jsonl.deleted.2026-01-02T03-04-05.678Z",
     ]
     assert list_session_files(tmp_path / "missing") == []
+
+
+def test_list_session_files_walks_the_reference_layout(tmp_path: Path) -> None:
+    """Issue 40 item 13: ``sessions/<sessionKey>/transcripts/*.jsonl`` is read too, and no
+    symlinked key or transcripts folder is followed out of the sessions folder."""
+    sessions = tmp_path / "sessions"
+    for key in ("agent:main", "agent:ops"):
+        (sessions / key / "transcripts").mkdir(parents=True)
+        (sessions / key / "transcripts" / "t1.jsonl").write_text("{}\n")
+    (sessions / "agent:main" / "transcripts" / "sessions.json").write_text("{}\n")
+    (sessions / "agent:main" / "state.jsonl").write_text("{}\n")  # not in transcripts/
+    (sessions / "agent:main" / "transcripts" / "deeper").mkdir()
+    (sessions / "agent:main" / "transcripts" / "deeper" / "t2.jsonl").write_text("{}\n")
+    (sessions / "flat.jsonl").write_text("{}\n")
+    outside = tmp_path / "outside"
+    (outside / "transcripts").mkdir(parents=True)
+    (outside / "transcripts" / "secret.jsonl").write_text("{}\n")
+    os.symlink(outside, sessions / "linked-key")
+    (sessions / "agent:x").mkdir()
+    os.symlink(outside / "transcripts", sessions / "agent:x" / "transcripts")
+    found = [p.relative_to(sessions).as_posix() for p in list_session_files(sessions)]
+    assert found == [
+        "agent:main/transcripts/t1.jsonl",
+        "agent:ops/transcripts/t1.jsonl",
+        "flat.jsonl",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("relative", "expected"),
+    [
+        ("a.jsonl", "a.jsonl"),
+        ("key/transcripts/a.jsonl", "key/transcripts/a.jsonl"),
+        ("key/transcripts/a.jsonl.deleted.2026-01-02T03-04-05Z", True),
+        ("key/a.jsonl", None),
+        ("key/other/a.jsonl", None),
+        ("../transcripts/a.jsonl", None),
+        ("./transcripts/a.jsonl", None),
+        ("/transcripts/a.jsonl", None),
+        ("a/b/transcripts/a.jsonl", None),
+        ("key/transcripts/notes.md", None),
+    ],
+)
+def test_layout_name(relative: str, expected: str | bool | None) -> None:
+    assert layout_name(relative) == (relative if expected is True else expected)
 
 
 def assert_consistent(parsed: ParsedSession, line_count: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,8 +42,45 @@ def test_under_heading_goes_to_the_end_of_its_section() -> None:
     text = "# Memory\n\n## Decisions\n- one\n\n## People\nAlice\n"
     edit, created = append_under_heading(text, "decisions", "- two")
     assert not created
-    assert edit.text == "# Memory\n\n## Decisions\n- one\n\n- two\n\n## People\nAlice\n"
-    assert (edit.start_line, edit.end_line) == (6, 6)
+    assert edit.text == "# Memory\n\n## Decisions\n- one\n- two\n\n## People\nAlice\n"
+    assert (edit.start_line, edit.end_line) == (5, 5)
+
+
+@pytest.mark.parametrize(
+    ("section", "item"),
+    [
+        ("- Code review needs two approvals.\n", "- Prefers tabs."),
+        ("* one\n* two\n", "* Prefers tabs."),
+        ("+ one\n", "+ Prefers tabs."),
+        ("1. one\n2. two\n", "3. Prefers tabs."),
+        ("9) nine\n", "10) Prefers tabs."),
+        ("- one\n  more of one\n  - nested\n", "- Prefers tabs."),
+        ("Intro.\n\n  - indented\n", "  - Prefers tabs."),
+    ],
+)
+def test_a_note_under_a_list_becomes_its_next_item(section: str, item: str) -> None:
+    """Issue 40 item 7: the section's form is followed (was a plain paragraph after a blank)."""
+    text = f"# Team memory\n\n## Preferences\n{section}\n## Other\nx\n"
+    edit, created = append_under_heading(text, "Preferences", "Prefers tabs.")
+    assert not created
+    assert edit.text == f"# Team memory\n\n## Preferences\n{section}{item}\n\n## Other\nx\n"
+    line = 4 + section.count("\n")
+    assert (edit.start_line, edit.end_line) == (line, line)
+
+
+def test_a_list_item_note_keeps_its_lines_under_the_marker_and_crlf() -> None:
+    text = "## Preferences\r\n- one\r\n"
+    edit, _ = append_under_heading(text, "Preferences", "first line\nsecond\n\nthird")
+    assert edit.text == text + "- first line\r\n  second\r\n\r\n  third\r\n"
+    assert (edit.start_line, edit.end_line) == (3, 6)
+
+
+def test_a_section_ending_in_a_paragraph_gets_a_paragraph() -> None:
+    text = "## Notes\n- one\n\nThen a paragraph.\n"
+    edit, _ = append_under_heading(text, "Notes", "Prefers tabs.")
+    assert edit.text == text + "\nPrefers tabs.\n"
+    thematic = "## Notes\ntext\n---\n"
+    assert append_under_heading(thematic, "Notes", "n")[0].text == thematic + "\nn\n"
 
 
 def test_subsections_belong_to_their_section() -> None:
@@ -99,7 +138,8 @@ def test_heading_insert_only_inserts(prefix: str, body: str, note: str, heading:
     original = prefix + body
     edit, _ = append_under_heading(original, heading, note)
     assert _is_one_insertion(original, edit.text)
-    assert _written(edit) == _as_written(note)
+    written = _written(edit)
+    assert written == _as_written(note) or _unitemised(written) == _as_written(note)
 
 
 @given(
@@ -133,6 +173,16 @@ def _as_written(note: str) -> str:
     while not lines[0].strip():
         del lines[0]
     return "\n".join(lines).rstrip()
+
+
+def _unitemised(written: str) -> str | None:
+    """``written`` without the list marker a note under a list gets, else ``None``."""
+    marker = re.match(r" {0,3}(?:[-*+]|[0-9]{1,9}[.)]) ", written)
+    if marker is None:
+        return None
+    pad = " " * len(marker.group())
+    first, *rest = written[marker.end() :].split("\n")
+    return "\n".join([first, *(line.removeprefix(pad) for line in rest)])
 
 
 def _is_one_insertion(original: str, edited: str) -> bool:

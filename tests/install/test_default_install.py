@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-QUESTION = "when does the new version go live?"
+#: The Quickstart's question, as the README prints it.
+QUESTION = re.findall(r'examples/demo search "([^"]+)"', (REPO / "README.md").read_text())[0]
 ENV_LIMIT_BYTES = 400 * 1024 * 1024
 
 

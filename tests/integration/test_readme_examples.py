@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,85 @@ def test_python_snippet_finds_the_release_decision_on_the_demo(tmp_path: Path) -
     assert "ship version 2.3" in text, "the top hit is the release decision"
     projects = (tmp_path / "examples" / "demo" / "memory" / "projects.md").read_text()
     assert "\n".join(projects.split("\n")[:5]) in done.stdout
+
+
+def readme_section(title: str) -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index(f"\n## {title}\n")
+    return readme[start : readme.index("\n## ", start + 1)]
+
+
+def quickstart() -> tuple[list[str], str]:
+    """The Quickstart's search command (after the install) and the answer it quotes."""
+    section = readme_section("Quickstart")
+    found = re.search(r"```bash\nbash scripts/install.sh && (.*?)\n```", section)
+    assert found is not None, "the Quickstart is two commands: the install, then a search"
+    answer = re.search(r'its\s+answer\s+\("(.*?)"\)', section, re.DOTALL)
+    assert answer is not None
+    return shlex.split(found.group(1)), " ".join(answer.group(1).split())
+
+
+def _shares_a_stem(one: str, other: str) -> bool:
+    """True when two words could share a stem: one starts the other, or they share their
+    first four letters (stricter than any stemmer: ``ship``/``shipping``, ``rele``...)."""
+    return one.startswith(other) or other.startswith(one) or one[:4] == other[:4]
+
+
+def _run_quickstart(cwd: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """The Quickstart's search, verbatim but for the path of ``memwell`` (this venv's)."""
+    command, *args = quickstart()[0]
+    assert command == ".venv/bin/memwell"
+    shutil.copytree(REPO / "examples" / "demo", cwd / "examples" / "demo", dirs_exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWELL_")}
+    env.update(XDG_CONFIG_HOME=str(cwd / "xdg"), HF_HUB_OFFLINE="1")
+    memwell = str(Path(sys.executable).with_name("memwell"))
+    return subprocess.run(
+        [memwell, *flags, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _hit_blocks(stdout: str) -> list[tuple[str, str]]:
+    """``(path, printed lines)`` of each hit ``memwell search`` printed, best first."""
+    blocks = re.split(r"^(?=\S+:\d+-\d+  score )", stdout, flags=re.MULTILINE)
+    return [(b.split(":", 1)[0], b) for b in blocks if re.match(r"\S+:\d+-\d+  score ", b)]
+
+
+def test_quickstart_question_shares_no_word_with_its_answer_and_keywords_miss_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 40 item 1: the Quickstart demonstrates semantic recall, as it says."""
+    from memwell.retrieval.keywords import extract_keywords
+
+    args, answer = quickstart()
+    question = args[-1]
+    answer_file = next(
+        p for p in (REPO / "examples" / "demo").rglob("*.md") if answer in p.read_text()
+    )
+    words = extract_keywords(question)
+    assert words, "the question has content words"
+    shared = [
+        (mine, theirs)
+        for mine in words
+        for theirs in extract_keywords(answer_file.read_text())
+        if _shares_a_stem(mine, theirs)
+    ]
+    assert not shared, f"the question shares words with the answer's file: {shared}"
+    keyword_only = _run_quickstart(tmp_path, "--provider", "none")
+    assert keyword_only.returncode == 0, keyword_only.stderr
+    assert keyword_only.stdout == "no results\n", "the README: a keyword-only search finds nothing"
+
+
+@pytest.mark.slow
+def test_quickstart_finds_the_answer_first_with_the_default_model(tmp_path: Path) -> None:
+    done = _run_quickstart(tmp_path)
+    assert done.returncode == 0, done.stderr
+    hits = _hit_blocks(done.stdout)
+    assert hits, f"no hit above the score floor:\n{done.stdout}"
+    _, answer = quickstart()
+    path, printed = hits[0]
+    assert answer in printed, f"the answer is not the first hit:\n{done.stdout}"
+    assert re.search(r"^  3: - We agreed to ship version 2\.3", printed, re.MULTILINE)
+    assert path.startswith("memory/2026-11-20.md")
 
 
 def _documented_config_keys(readme: str) -> set[str]:

@@ -204,6 +204,30 @@ def test_sources_filter_and_sessions(build: Build, workspace: Path) -> None:
     assert all(r.source == "memory" for r in only_memory)
 
 
+def test_sessions_in_the_reference_layout_are_indexed(build: Build, workspace: Path) -> None:
+    """Issue 40 item 13: ``sessions/<sessionKey>/transcripts/*.jsonl`` on this backend too."""
+    write(workspace, NOTES)
+    record = '{"type":"message","message":{"role":"user","content":"the zeppelin hangar code"}}\n'
+    write(workspace, {"sessions/agent-main/transcripts/s1.jsonl": record})
+    memory = build(workspace, sources=["memory", "sessions"])
+    memory.sync()
+    hits = memory.search("zeppelin hangar", min_score=0.0)
+    assert hits[0].path == "sessions/agent-main/transcripts/s1.jsonl"
+    assert hits[0].source == "sessions" and hits[0].start_line == 1
+    read = memory.read_file(hits[0].path, from_line=1, lines=1)
+    assert read.text == "User: the zeppelin hangar code"
+
+
+def test_hybrid_disabled_reports_vector_only(build: Build, workspace: Path) -> None:
+    """Issue 40 item 6: no keyword half, so the mode is ``vector-only`` (was ``hybrid``)."""
+    write(workspace, NOTES)
+    memory = build(workspace, query={"hybrid": {"enabled": False}})
+    assert memory.status().search_mode == "vector-only", "before the model is loaded"
+    memory.sync()
+    memory.search("zeppelin", min_score=0.0)
+    assert memory.status().search_mode == "vector-only"
+
+
 def test_namespaces_share_one_database(build: Build, tmp_path: Path) -> None:
     shared = str(tmp_path / "shared-db")
     one = write(tmp_path / "one", {"MEMORY.md": "Alpha agent keeps the llama notes.\n"})

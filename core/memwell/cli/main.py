@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..config import MemwellSettings
     from ..manager import MemorySearchManager
     from ..models import MemoryStatus
+    from ..plugins import PluginRegistry
 
 
 class Context:
@@ -46,6 +47,8 @@ class Context:
         self.verbose = verbose
         self.config = Path(config) if config else None
         self.overrides: dict[str, Any] = {}
+        self.backend_flag = backend
+        self.provider_flag = provider
         if backend:
             self.overrides["backend"] = backend
         if provider:
@@ -65,9 +68,36 @@ class Context:
         from ..config import load_settings
         from ..plugins import get_registry
 
+        registry = get_registry()
+        self._check_flags(registry)
         return load_settings(
-            workspace, config_file=self.config, overrides=overrides, registry=get_registry()
+            workspace, config_file=self.config, overrides=overrides, registry=registry
         )
+
+    def _check_flags(self, registry: PluginRegistry) -> None:
+        """Name the flag, not a config key, when ``--backend`` or ``--provider`` is unknown."""
+        from ..errors import ConfigError
+
+        if self.backend_flag and registry.backend(self.backend_flag) is None:
+            hint = registry.unknown_name_hint("backend", self.backend_flag)
+            raise ConfigError(
+                f"unknown backend {self.backend_flag!r} given by --backend ({hint})", key="backend"
+            )
+        provider = self.provider_flag
+        if provider and provider not in ("auto", "none") and registry.provider(provider) is None:
+            hint = registry.unknown_name_hint("provider", provider)
+            raise ConfigError(
+                f"unknown embedding provider {provider!r} given by --provider "
+                f"({hint}; or 'auto', or 'none' for keyword-only mode)",
+                key="provider",
+            )
+
+    def sessions_dir(self) -> Path | None:
+        """The transcripts folder reads may use: only when sessions are indexed."""
+        from ..sources.sessions import readable_sessions_dir
+
+        settings = self.settings()
+        return readable_sessions_dir(self.workspace, settings.sessions_dir, settings.sources)
 
     def open(self, *, watch: bool = False, **extra: Any) -> MemorySearchManager:
         """Open the workspace's memory; one-shot commands run without a watcher."""
@@ -217,7 +247,8 @@ def search(
     if not results:
         click.echo("no results")
         return
-    print_hits(results, query, manager)
+    transcripts = any(hit.source == "sessions" for hit in results)
+    print_hits(results, query, manager, ctx.sessions_dir() if transcripts else None)
 
 
 @cli.command()
@@ -235,10 +266,23 @@ def get(ctx: Context, path: str, from_line: int | None, lines: int | None, as_js
     result = manager.read_file(path, from_line=from_line, lines=lines)
     if result.missing:
         raise MemoryFileNotFoundError(f"no such memory file: {result.path}")
+    if from_line is not None and not result.text and not result.path.startswith("sessions/"):
+        _check_from_line(manager, result.path, from_line)
     if as_json:
         _emit_json({**result.model_dump(), **line_range(result, from_line, lines)})
     else:
         click.echo(result.text)
+
+
+def _check_from_line(manager: MemorySearchManager, path: str, from_line: int) -> None:
+    """Refuse a ``--from`` past the end of the file (an empty read would look like success)."""
+    from ..errors import InvalidArgumentError
+
+    text = manager.read_file(path).text
+    count = len(text.split("\n")) - (1 if text.endswith("\n") or not text else 0)
+    if from_line > count:
+        noun = "line" if count == 1 else "lines"
+        raise InvalidArgumentError(f"{path} has {count} {noun}; --from {from_line} is past the end")
 
 
 def _status_lines(status: MemoryStatus) -> list[str]:

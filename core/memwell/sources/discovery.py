@@ -171,7 +171,7 @@ def scan_memory_files(
         if info is not None and stat.S_ISREG(info.st_mode):
             found.append((path, info))
     memory_dir = os.path.join(ws, MEMORY_DIR)
-    if _is_real_dir(memory_dir):
+    if is_real_dir(memory_dir):
         found.extend(_walk_markdown(memory_dir, ws, problems))
     for extra in normalize_extra_paths(Path(ws), extra_paths):
         info = _lstat(extra)
@@ -204,7 +204,8 @@ def _lstat(path: str | Path) -> os.stat_result | None:
         return None
 
 
-def _is_real_dir(path: str | Path) -> bool:
+def is_real_dir(path: str | Path) -> bool:
+    """A directory that is not a symlink."""
     info = _lstat(path)
     return info is not None and stat.S_ISDIR(info.st_mode)
 
@@ -258,30 +259,46 @@ def _dedupe_same_file(
     return unique
 
 
-def _display_path(abs_path: Path, workspace: Path, source: str) -> str:
-    """Stored path: ``sessions/<basename>`` for session transcripts, else workspace-relative."""
+def _display_path(
+    abs_path: Path, workspace: Path, source: str, sessions_dir: Path | None = None
+) -> str:
+    """Stored path: ``sessions/`` and the transcript's path under ``sessions_dir`` (its
+    basename without one) for session transcripts, else workspace-relative."""
     if source == SESSIONS_SOURCE:
-        return f"{SESSIONS_SOURCE}/{abs_path.name}"
+        name = abs_path.name
+        if sessions_dir is not None and sessions_dir in abs_path.parents:
+            name = abs_path.relative_to(sessions_dir).as_posix()
+        return f"{SESSIONS_SOURCE}/{name}"
     return relative_path(abs_path, workspace)
 
 
 def stat_source_file(
-    abs_path: Path, workspace: Path, source: str = "memory"
+    abs_path: Path, workspace: Path, source: str = "memory", sessions_dir: Path | None = None
 ) -> tuple[str, int, int] | None:
-    """Return ``(path, mtime_ns, size)`` without reading; None if gone or not a regular file."""
+    """Return ``(path, mtime_ns, size)`` without reading; None if gone or not a regular file.
+
+    A session transcript's path is taken relative to ``sessions_dir`` when given
+    (``sessions/<sessionKey>/transcripts/<file>``), else it is ``sessions/<basename>``.
+    """
     try:
         info = os.lstat(abs_path)
     except OSError:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    return _display_path(abs_path, workspace, source), info.st_mtime_ns, info.st_size
+    return _display_path(abs_path, workspace, source, sessions_dir), info.st_mtime_ns, info.st_size
 
 
 def read_source_file(
-    abs_path: Path, workspace: Path, source: str = "memory", problems: list[str] | None = None
+    abs_path: Path,
+    workspace: Path,
+    source: str = "memory",
+    problems: list[str] | None = None,
+    sessions_dir: Path | None = None,
 ) -> tuple[SourceFile, str] | None:
     """Read a discovered file: its entry (sha256 of the bytes) and its text (:func:`decode_text`).
+
+    Its path is :func:`stat_source_file`'s.
 
     Returns None if the file vanished, became a symlink or non-regular file, or is unreadable;
     an unreadable file (permissions, I/O error) is appended to ``problems``.
@@ -297,7 +314,7 @@ def read_source_file(
             problems.append(_problem(abs_path, workspace, exc))
         return None
     entry = SourceFile(
-        path=_display_path(abs_path, workspace, source),
+        path=_display_path(abs_path, workspace, source, sessions_dir),
         abs_path=abs_path,
         mtime_ns=info.st_mtime_ns,
         size=info.st_size,

@@ -33,7 +33,9 @@ from memwell.sources.discovery import (
     text_encoding,
 )
 from memwell.sources.sessions import (
-    is_session_transcript,
+    ParsedSession,
+    layout_name,
+    numbered_session_lines,
     parse_session_jsonl,
     render_session_lines,
 )
@@ -145,26 +147,45 @@ def read_memory_file(
 
 
 def _session_name(rel_path: str) -> str | None:
-    """The transcript file name of a ``sessions/<name>`` path, else ``None``."""
+    """The transcript's path under the sessions directory of a ``sessions/<name>`` or
+    ``sessions/<sessionKey>/transcripts/<name>`` path, else ``None``."""
     raw = _validated_input(rel_path)
     prefix, _, name = _LEADING_DOT_SLASH.sub("", raw).partition("/")
-    if prefix != SESSIONS_SOURCE or not is_session_transcript(name) or "/" in name:
+    return layout_name(name) if prefix == SESSIONS_SOURCE else None
+
+
+def _parsed_session(sessions_dir: Path, name: str) -> ParsedSession | None:
+    """The transcript ``name`` under ``sessions_dir``, parsed; ``None`` when it is missing."""
+    folder = (sessions_dir / name).parent
+    if folder != sessions_dir and os.path.realpath(folder) != str(folder):
+        # a session folder must not lead elsewhere
+        raise _reject(f"symlink: {SESSIONS_SOURCE}/{name}")
+    try:
+        with open_regular_file(sessions_dir / name) as handle:
+            return parse_session_jsonl(decode_text(handle.read()))
+    except FileNotFoundError:
         return None
-    return name
 
 
 def _read_session(
     sessions_dir: Path, name: str, from_line: int | None, lines: int | None
 ) -> ReadFileResult:
     display = f"{SESSIONS_SOURCE}/{name}"
-    try:
-        with open_regular_file(sessions_dir / name) as handle:
-            raw = decode_text(handle.read())
-    except FileNotFoundError:
+    parsed = _parsed_session(sessions_dir, name)
+    if parsed is None:
         return ReadFileResult(path=display, text="", missing=True)
-    return ReadFileResult(
-        path=display, text=render_session_lines(parse_session_jsonl(raw), from_line, lines)
-    )
+    return ReadFileResult(path=display, text=render_session_lines(parsed, from_line, lines))
+
+
+def read_session_lines(
+    sessions_dir: Path, rel_path: str, from_line: int, lines: int
+) -> list[tuple[int, str]]:
+    """``(JSONL line, message text)`` of a ``sessions/...`` transcript's lines ``from_line``
+    .. ``from_line + lines - 1``, under the same rules as :func:`read_memory_file`; empty when
+    the path is not a transcript or the file is missing."""
+    name = _session_name(rel_path)
+    parsed = _parsed_session(sessions_dir, name) if name is not None else None
+    return numbered_session_lines(parsed, from_line, lines) if parsed is not None else []
 
 
 def line_range(

@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from memwell.lazy_import import lazy_pattern
+from memwell.sources.discovery import is_real_dir
 from memwell.sources.redact import redact
 
 _ARCHIVE_TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}(?:\.[0-9]{3})?Z"
@@ -32,6 +33,8 @@ _SECONDS_LIMIT = 1e11
 _MAX_EPOCH_MS = 8.64e15
 _DREAMING_CUSTOM_TYPE = "openclaw:bootstrap-context:full"
 _DREAMING_RUN_PREFIX = "dreaming-narrative-"
+TRANSCRIPTS_DIR = "transcripts"
+"""Where the reference layout keeps a session's transcripts: ``<sessionKey>/transcripts/``."""
 
 
 class ParsedSession(msgspec.Struct, frozen=True):
@@ -55,17 +58,43 @@ def readable_sessions_dir(
     return (workspace / sessions_dir).resolve() if "sessions" in sources else None
 
 
-def list_session_files(sessions_dir: Path) -> list[Path]:
-    """Transcript files directly in ``sessions_dir`` (regular files, no symlinks), sorted."""
+def layout_name(relative: str) -> str | None:
+    """``relative`` (``/``-separated, under the sessions directory) when the layout keeps a
+    transcript there: ``<file>`` or ``<sessionKey>/transcripts/<file>``; else ``None``."""
+    parts = relative.split("/")
+    if not is_session_transcript(parts[-1]):
+        return None
+    if len(parts) == 1:
+        return relative
+    nested = len(parts) == 3 and parts[1] == TRANSCRIPTS_DIR
+    return relative if nested and parts[0] not in ("", ".", "..") else None
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
     try:
-        with os.scandir(sessions_dir) as listing:
-            return sorted(
-                Path(entry.path)
-                for entry in listing
-                if is_session_transcript(entry.name) and entry.is_file(follow_symlinks=False)
-            )
+        with os.scandir(directory) as listing:
+            return list(listing)
     except OSError:
         return []
+
+
+def _transcripts_in(directory: Path) -> list[Path]:
+    return [
+        Path(entry.path)
+        for entry in _entries(directory)
+        if is_session_transcript(entry.name) and entry.is_file(follow_symlinks=False)
+    ]
+
+
+def list_session_files(sessions_dir: Path) -> list[Path]:
+    """Transcripts in ``sessions_dir`` and in its ``<sessionKey>/transcripts/`` folders (the
+    reference layout), sorted: regular files only, no symlinked file or folder followed."""
+    found = _transcripts_in(sessions_dir)
+    for key in _entries(sessions_dir):
+        folder = Path(key.path) / TRANSCRIPTS_DIR
+        if key.is_dir(follow_symlinks=False) and is_real_dir(folder):
+            found += _transcripts_in(folder)
+    return sorted(found)
 
 
 def _normalise(text: str) -> str:
@@ -222,17 +251,24 @@ def parse_session_jsonl(raw: str) -> ParsedSession:
     return ParsedSession("\n".join(lines), tuple(line_map), tuple(timestamps), dreaming)
 
 
-def render_session_lines(parsed: ParsedSession, from_line: int | None, lines: int | None) -> str:
-    """The indexed (redacted) text of the messages on JSONL lines ``from_line`` ..
-    ``from_line + lines - 1`` (all of them when neither is given), one message per line."""
+def numbered_session_lines(
+    parsed: ParsedSession, from_line: int | None, lines: int | None
+) -> list[tuple[int, str]]:
+    """``(JSONL line, indexed text)`` of the messages on JSONL lines ``from_line`` ..
+    ``from_line + lines - 1`` (all of them when neither is given)."""
     first = max(1, from_line or 1)
     last = None if lines is None else first + max(1, lines) - 1
     content = parsed.content.split("\n") if parsed.content else []
-    return "\n".join(
-        text
+    return [
+        (number, text)
         for text, number in zip(content, parsed.line_map, strict=True)
         if number >= first and (last is None or number <= last)
-    )
+    ]
+
+
+def render_session_lines(parsed: ParsedSession, from_line: int | None, lines: int | None) -> str:
+    """The indexed (redacted) text of :func:`numbered_session_lines`, one message per line."""
+    return "\n".join(text for _, text in numbered_session_lines(parsed, from_line, lines))
 
 
 def session_entry_hash(parsed: ParsedSession) -> str:

@@ -16,6 +16,7 @@ from memwell.errors import WriteRefusedError
 
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^( {0,3})([-*+]|[0-9]{1,9}[.)])(?:[ \t]|\r?\n|$)")
 _FRONT_MATTER_END = ("---", "...")
 DEFAULT_HEADING_LEVEL = 2
 
@@ -108,12 +109,43 @@ def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
     return found
 
 
+def _list_item_form(body: list[str]) -> str | None:
+    """The marker (with its indent) of the next item when ``body`` ends in a list, else None.
+
+    A list's items keep their marker: ``-``, ``*`` or ``+``, or the next number after an
+    ordered item (``3.`` after ``2.``). The list is the section's last block of non-blank lines.
+    """
+    first = len(body)
+    while first > 0 and not _is_blank(body[first - 1]):
+        first -= 1
+    block = body[first:]
+    opener = _LIST_ITEM.match(block[0]) if block else None
+    if opener is None:
+        return None
+    indent = opener.group(1)
+    items = [m for m in map(_LIST_ITEM.match, block) if m is not None and m.group(1) == indent]
+    marker = items[-1].group(2)
+    if marker[0].isdigit():
+        marker = f"{int(marker[:-1]) + 1}{marker[-1]}"
+    return indent + marker
+
+
+def _as_item(block: str, marker: str, newline: str) -> str:
+    """``block`` as a list item: ``marker`` before its first line, the rest indented under it."""
+    if _LIST_ITEM.match(block) is not None:
+        return block  # written as an item already
+    pad = " " * (len(marker) + 1)
+    rest = [pad + line if line.strip() else line for line in block.split(newline)[1:]]
+    return newline.join([f"{marker} {block.split(newline)[0]}", *rest])
+
+
 def append_under_heading(text: str, heading: str, note: str) -> tuple[Edit, bool]:
     """Add ``note`` at the end of the section titled ``heading``; ``True`` if it was created.
 
     ``heading`` is a title (``Decisions``) or an ATX heading (``### Decisions``); titles match
     case-insensitively, the first section wins, and its end is the next heading of the same
     or a higher level. A missing heading is appended as a level-2 section (or the level given).
+    A section that ends in a list gets the note as its next item, with the list's marker.
     """
     title, level = _heading_title(heading)
     if not title:
@@ -137,6 +169,11 @@ def append_under_heading(text: str, heading: str, note: str) -> tuple[Edit, bool
     after = "".join(lines[insert_at:])
     if not before.endswith("\n"):
         before += newline
+    item = _list_item_form(lines[number + 1 : insert_at])
+    if item is not None:  # the section ends in a list: the note is its next item
+        block = _as_item(as_block(note, newline), item, newline)
+        start, end = _span(before.count("\n") + 1, block)
+        return Edit(before + block + newline + after, start, end), False
     block = as_block(note, newline)
     separated = newline + block + newline
     if after and not _is_blank(lines[insert_at]):

@@ -102,10 +102,11 @@ class MemoryWriter:
 
         Without ``file`` the target is today's daily file, or ``MEMORY.md`` when ``heading``
         is given. ``file`` is a memory path or a topic name under ``memory/``. With
-        ``heading``, the note goes at the end of that section. A new file under ``memory/``
-        starts with a ``# <name>`` title (``# YYYY-MM-DD`` for the daily file). Older lines
-        the note states a new value for are marked superseded (``[write] supersede``; pass
-        ``supersede=False`` to skip the lookup for this write).
+        ``heading``, the note goes at the end of that section (as its list's next item when
+        the section ends in a list). A new file under ``memory/`` starts with a ``# <name>``
+        title (``# YYYY-MM-DD`` for the daily file). Older lines the note states a new value
+        for are marked superseded (``[write] supersede``; pass ``supersede=False`` to skip the
+        lookup for this write).
         """
         note = self._checked_text(text, "text")
         title = redact(heading) if heading is not None else None

@@ -189,9 +189,10 @@ class Indexer:
             yield PendingFile(rel, "memory", state, self._chunk(text))
 
     def _scan_sessions(self, known: dict[str, FileState], *, full: bool) -> Iterator[PendingFile]:
-        for abs_path in list_session_files(sessions_dir(self.settings, self.workspace)):
+        folder = sessions_dir(self.settings, self.workspace)
+        for abs_path in list_session_files(folder):
             self.stats.scanned += 1
-            stat = stat_source_file(abs_path, self.workspace, "sessions")
+            stat = stat_source_file(abs_path, self.workspace, "sessions", folder)
             if stat is None:
                 continue
             rel, mtime, size = stat
@@ -200,7 +201,9 @@ class Indexer:
                 self.stats.unchanged += 1
                 yield PendingFile(rel, "sessions", old, [], changed=False)
                 continue
-            read = read_source_file(abs_path, self.workspace, "sessions", self.stats.errors)
+            read = read_source_file(
+                abs_path, self.workspace, "sessions", self.stats.errors, sessions_dir=folder
+            )
             if read is None:
                 continue
             _, raw = read

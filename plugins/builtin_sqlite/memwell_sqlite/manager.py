@@ -306,8 +306,8 @@ class SqliteMemoryManager(MemoryBackend):
         if not self._kept_model_index_said:
             self._kept_model_index_said = True
             log.warning(
-                "memwell: keyword-only search over the index built with %s, used as it is "
-                "(not updated without the model: a search with it picks up changed files)",
+                "memwell: keyword-only search; files changed since the last run with %s "
+                "are not indexed.",
                 model,
             )
         return True

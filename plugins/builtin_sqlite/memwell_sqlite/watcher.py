@@ -8,6 +8,7 @@ from typing import Any
 
 from memwell.debounce import Debouncer
 from memwell.lazy_import import lazy_logger
+from memwell.sources.sessions import layout_name
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
@@ -106,7 +107,11 @@ class MemoryWatcher:
         if self.transcripts is None or not path.name.endswith(".jsonl"):
             return False
         root, on_growth = self.transcripts
-        if path.parent.resolve() != root:
+        try:  # the reference layout: <file> or <sessionKey>/transcripts/<file> under root
+            relative = path.parent.resolve().relative_to(root) / path.name
+        except ValueError:
+            return False
+        if layout_name(relative.as_posix()) is None:
             return False
         on_growth(path)
         return True

@@ -145,7 +145,8 @@ class IndexTables:
 
     def stat_fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         """(path, mtime, size) of every present file: cheap change detection without reads."""
-        stats = (stat_source_file(p, self.workspace, s) for p, s in self._discover())
+        folder = self.sessions_dir()
+        stats = (stat_source_file(p, self.workspace, s, folder) for p, s in self._discover())
         return tuple(sorted(s for s in stats if s is not None))
 
     def counts(self) -> tuple[list[tuple[str, int, int]], int]:

@@ -73,7 +73,7 @@ class IndexWriting(IndexTables):
         """Every present file; ``chunks`` is set only for new or changed content."""
         for abs_path, source in self._discover():
             stats.scanned += 1
-            stat = stat_source_file(abs_path, self.workspace, source)
+            stat = stat_source_file(abs_path, self.workspace, source, self.sessions_dir())
             if stat is None:
                 continue
             rel, mtime_ns, size = stat
@@ -81,7 +81,9 @@ class IndexWriting(IndexTables):
             if old is not None and (old.mtime_ns, old.size) == (mtime_ns, size):
                 yield Scanned(rel, source, old)
                 continue
-            read = read_source_file(abs_path, self.workspace, source)
+            read = read_source_file(
+                abs_path, self.workspace, source, sessions_dir=self.sessions_dir()
+            )
             if read is None:
                 continue
             entry, text = read

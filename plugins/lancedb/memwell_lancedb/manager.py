@@ -185,7 +185,7 @@ class LanceMemoryManager(MemoryBackend):
         counts, vector_count = self.index.counts()
         fields = self.provider_fields(select=False)  # status loads no model
         usable = meta is None or self.index.vectors_usable(meta)
-        if fields.get("search_mode") == "hybrid" and not usable:
+        if fields.get("search_mode") in ("hybrid", "vector-only") and not usable:
             fields["search_mode"] = "fts-only"
             fields["provider_unavailable_reason"] = REINDEX_PENDING
         has_vectors = fields.get("search_mode") not in ("fts-only", "disabled")
