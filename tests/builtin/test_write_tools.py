@@ -40,6 +40,7 @@ def test_definitions_offer_write_tools_only_with_an_enabled_writer(
         "memory_write",
         "memory_edit",
         "memory_recent",
+        "memory_reflect",
     ]
     off = MemoryWriter(
         memory, workspace, MemwellSettings.model_validate({"write": {"enabled": False}})

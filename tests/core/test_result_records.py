@@ -95,6 +95,7 @@ def test_number_like_values_are_stored_as_plain_numbers() -> None:
             "snippet": "x",
             "source": "memory",
             "citation": None,
+            "pinned": False,  # added with the vault (issue 42)
         }
     )
 
@@ -165,6 +166,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "snippet": "x",
             "source": "memory",
             "citation": "memory/a.md#L1-L3",
+            "pinned": False,  # added with the vault (issue 42)
         },
     ),
     (ReadFileResult(path="a.md", text="t", missing=True), {"path": "a.md", "text": "t"}),
@@ -268,6 +270,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "redacted": False,
             "indexed": True,
             "index_error": None,
+            "audit_error": None,  # added with the audit log (issue 42)
         },
     ),
     (
@@ -375,6 +378,11 @@ OLD_WRITE_PROPERTIES = {
         "anyOf": [{"type": "string"}, {"type": "null"}],
         "default": None,
         "title": "Index Error",
+    },
+    "audit_error": {  # added with the audit log (issue 42)
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "default": None,
+        "title": "Audit Error",
     },
 }
 OLD_RECENT_FILE = {

@@ -132,6 +132,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "compress": ("memwell.cli.recall_commands", "Fit a transcript into a token budget."),
     "plugin": ("memwell.cli.plugin_command", "Write memwell plugins (memwell plugin new)."),
     "promote": ("memwell.cli.promote_command", "Promote often-recalled snippets to MEMORY.md."),
+    "reflect": ("memwell.cli.reflect_command", "Build the entity graph, procedures, decay scores."),
 }
 for _name, (_module, _help) in LAZY_COMMANDS.items():
     cli.add_lazy_command(_name, _module, _help)

@@ -43,7 +43,7 @@ def mcp(ctx: Context, use_http: bool, port: int, watch: bool, read_only: bool) -
     read_only_write = {"write": {"enabled": False}} if read_only else {}
     settings = ctx.settings(sync={"watch": watch}, **read_only_write)
     manager = open_memory(ctx.workspace, settings=settings)
-    writer = MemoryWriter(manager, ctx.workspace, settings)
+    writer = MemoryWriter(manager, ctx.workspace, settings, channel="mcp")
     server = McpMemoryServer(manager, citations=settings.citations, writer=writer)
     try:
         if use_http:

@@ -46,6 +46,7 @@ from ..manager import MemorySearchManager
 from ..records import Record
 from ..sources.paths import read_memory_file
 from ..writing.atomic import write_lock
+from ..writing.audit import Channel
 from ..writing.writer import MemoryWriter
 from .tracking import Clock, RecallEntry, RecallTracker
 
@@ -297,6 +298,7 @@ def promote(
     limit: int | None = None,
     include_promoted: bool = False,
     clock: Clock | None = None,
+    channel: Channel = "api",
 ) -> PromotionResult:
     """Rank the recalled daily-note snippets and (unless ``dry_run``) append the qualified
     ones to ``MEMORY.md``; see the module docstring.
@@ -307,6 +309,7 @@ def promote(
     :param include_promoted: rank chunks promoted before as well (``dry_run`` only shows
         them; they are never appended twice).
     :param clock: the current time (default: now, local time).
+    :param channel: the audit log's channel for the append (``cli`` from the command).
     :raises sqlite3.Error: the sidecar cannot be read.
     """
     now = (clock or (lambda: datetime.now().astimezone()))()
@@ -315,23 +318,22 @@ def promote(
     own = store is None
     store = store or RecallTracker.for_workspace(workspace, settings)
     try:
-        return _promote(manager, workspace, settings, store, now, dry_run, limit, include_promoted)
+        writer = MemoryWriter(manager, workspace, settings, clock=lambda: now, channel=channel)
+        return _promote(writer, store, now, dry_run, limit, include_promoted)
     finally:
         if own:
             store.close()
 
 
 def _promote(
-    manager: MemorySearchManager,
-    workspace: Path,
-    settings: MemwellSettings,
+    writer: MemoryWriter,
     store: RecallTracker,
     now: datetime,
     dry_run: bool,
     limit: int | None,
     include_promoted: bool,
 ) -> PromotionResult:
-    writer = MemoryWriter(manager, workspace, settings, clock=lambda: now)
+    workspace, settings = writer.workspace, writer.settings
     heading = f"{SECTION_TITLE} ({now.date().isoformat()})"
     lock = workspace / settings.index_dir / LOCK_FILE_NAME
     with write_lock(lock, settings.write.lock_timeout_seconds):
@@ -350,7 +352,8 @@ def _promote(
             return result
         blocks, present = _select(ws, chosen, result)
         if blocks:
-            writer.append("\n".join(blocks), heading=heading)
+            with writer.audited_as("promote"):
+                writer.append("\n".join(blocks), heading=heading)
         store.mark_promoted([c.key for c in result.appended] + present)
     return result
 

@@ -16,7 +16,8 @@ class WriteResult(Record, kw_only=True):
     ``start_line``..``end_line`` (1-based, inclusive) is where the written text now lies;
     ``bytes_written`` is its UTF-8 size after redaction. ``indexed`` is true when the
     manager's sync succeeded before the call returned; otherwise ``index_error`` says why (the
-    file is written either way, and the next sync picks it up).
+    file is written either way, and the next sync picks it up). ``audit_error`` says why the
+    write's line could not be added to ``memory/meta/audit.log`` (the write stands).
     """
 
     path: str
@@ -30,6 +31,7 @@ class WriteResult(Record, kw_only=True):
     redacted: bool = False
     indexed: bool
     index_error: str | None = None
+    audit_error: str | None = None
 
 
 class RecentFile(Record, kw_only=True):
