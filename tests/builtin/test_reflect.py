@@ -258,3 +258,16 @@ def test_reflect_is_refused_when_writing_is_disabled(
     with pytest.raises(WriteRefusedError, match="disabled"):
         reflect(MemoryWriter(memory, org, settings))
     assert not (org / "memory/graph").exists()
+
+
+def test_status_reports_the_decay_scores(org: Path) -> None:
+    runner = CliRunner()
+    base = ["--provider", "none", "-w", str(org)]
+    assert "decay scores" not in runner.invoke(cli, [*base, "status"]).output
+    assert runner.invoke(cli, [*base, "reflect"]).exit_code == 0
+    shown = runner.invoke(cli, [*base, "status"])
+    assert shown.exit_code == 0
+    line = next(x for x in shown.output.splitlines() if x.startswith("decay scores"))
+    assert "1 pinned" in line and "least relevant: memory/2026-11-01.md" in line
+    data = json.loads(runner.invoke(cli, [*base, "status", "--json"]).output)
+    assert data["decay_scores"]["pinned"] == 1 and data["decay_scores"]["files"] >= 4

@@ -314,11 +314,27 @@ def _status_lines(status: MemoryStatus) -> list[str]:
 @pass_ctx
 def status(ctx: Context, as_json: bool) -> None:
     """Show the index state, the provider in use and the search mode."""
+    import msgspec
+
+    from ..organise.decay_scores import read_scores, summary
+    from ..organise.reflect import SCORES_PATH
+
     snapshot = ctx.open().status()
+    scores = read_scores(ctx.workspace / SCORES_PATH)
+    decay = summary(scores) if scores is not None else None
     if as_json:
-        _emit_json(snapshot.model_dump(mode="json", by_alias=True))
-    else:
-        click.echo("\n".join(_status_lines(snapshot)))
+        extra = {"decay_scores": msgspec.to_builtins(decay)} if decay is not None else {}
+        _emit_json({**snapshot.model_dump(mode="json", by_alias=True), **extra})
+        return
+    lines = _status_lines(snapshot)
+    if decay is not None:
+        lines.append(
+            f"decay scores (memwell reflect, {decay.as_of}): {decay.files} files, "
+            f"{decay.pinned} pinned, {decay.recalls} recalls, {decay.tokens_injected} tokens "
+            f"injected, mean relevance {decay.mean_relevance}, least relevant: "
+            + ", ".join(decay.least_relevant)
+        )
+    click.echo("\n".join(lines))
 
 
 @cli.command()

@@ -104,3 +104,32 @@ def read_scores(path: Path) -> DecayScores | None:
         return msgspec.json.decode(path.read_bytes(), type=DecayScores)
     except (OSError, msgspec.DecodeError):
         return None
+
+
+class DecaySummary(msgspec.Struct, kw_only=True):
+    """What ``memwell status`` shows of the scores."""
+
+    as_of: str
+    files: int
+    pinned: int
+    recalls: int
+    tokens_injected: int
+    mean_relevance: float
+    least_relevant: list[str]
+    """The three files with the lowest relevance: the first to fade."""
+
+
+def summary(scores: DecayScores) -> DecaySummary:
+    """The summary of ``scores`` for ``memwell status``."""
+    files = scores.files
+    fading = sorted(files, key=lambda path: (files[path].relevance, path))[:3]
+    mean = sum(f.relevance for f in files.values()) / len(files) if files else 0.0
+    return DecaySummary(
+        as_of=scores.as_of,
+        files=len(files),
+        pinned=sum(f.pinned for f in files.values()),
+        recalls=sum(f.recall_count for f in files.values()),
+        tokens_injected=sum(f.tokens_injected for f in files.values()),
+        mean_relevance=round(mean, 4),
+        least_relevant=fading,
+    )

@@ -36,7 +36,9 @@ _NOT_NAME_WORDS = (
     "maybe see update updated done fixed added fyi tbd wip q1 q2 q3 q4 am pm utc"
 )
 _NOT_NAMES = frozenset(_NOT_NAME_WORDS.split()) | STOPWORDS_EN
-_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+# Words starting with a letter that is not ASCII lowercase, one space apart, not glued to a
+# path, a handle or a URL; whether each is a capitalised name word is checked in Python.
+_CANDIDATE_RUN = re.compile(r"(?<![\w/.@#:'’-])[^\W\d_a-z][\w'’-]*(?: [^\W\d_a-z][\w'’-]*)*")
 _LINK = re.compile(r"\[\[([^\]|#\n]{2,80})(?:[|#][^\]\n]*)?\]\]")
 _LINE_MARKER = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)?")
 _SENTENCE_END = re.compile(r"[.!?]\s+$")
@@ -137,30 +139,20 @@ class _Mention:
 
 def _runs(text: str) -> Iterator[_Mention]:
     """Runs of capitalised words in ``text`` (stop words split them), with sentence starts."""
-    run: list[re.Match[str]] = []
-
-    def flush() -> Iterator[_Mention]:
-        if run:
-            start = run[0].start()
-            before = text[:start]
-            initial = not before.strip() or _SENTENCE_END.search(before) is not None
-            yield _Mention(" ".join(m.group() for m in run), start, run[-1].end(), initial)
-            run.clear()
-
-    for match in _WORD.finditer(text):
-        word = match.group()
-        gap = text[run[-1].end() : match.start()] if run else ""
-        capital = word[0].isupper() and word.lower().strip("'’-") not in _NOT_NAMES
-        prev = text[match.start() - 1] if match.start() else " "
-        if prev in "/.@#:" and match.start() and not text[match.start() - 1].isspace():
-            capital = False  # a path, a handle, a URL
-        if run and (not capital or gap != " "):
-            yield from flush()
-        if capital and len(word.strip("'’-")) >= 2:
-            run.append(match)
-        elif capital:
-            yield from flush()
-    yield from flush()
+    for match in _CANDIDATE_RUN.finditer(text):
+        position, current, first = match.start(), [], 0
+        for word in [*match.group().split(" "), ""]:
+            name = word[:-2] if word.endswith(("'s", "’s")) else word.rstrip("'’-")
+            if len(name) >= 2 and name[0].isupper() and name.lower() not in _NOT_NAMES:
+                first = first if current else position
+                current.append(name)
+            elif current:
+                before = text[:first]
+                initial = not before.strip() or _SENTENCE_END.search(before) is not None
+                joined = " ".join(current)
+                yield _Mention(joined, first, first + len(joined), initial)
+                current = []
+            position += len(word) + 1
 
 
 def _mentions(text: str) -> Iterator[_Mention]:
@@ -206,7 +198,7 @@ def _vote_kind(name: str, votes: Counter[str]) -> str:
     return "system" if _SYSTEM_SHAPE.match(name) and " " not in name else "other"
 
 
-def _cue_votes(name: str, text: str, start: int, end: int) -> Iterable[str]:
+def _cue_votes(text: str, start: int, end: int) -> Iterable[str]:
     before, after = text[max(0, start - 24) : start].lower(), text[end : end + 24].lower()
     for kind, (left, right) in _TYPE_CUES.items():
         if left.search(before) or right.search(after):
@@ -248,7 +240,6 @@ def extract(notes: Sequence[Note]) -> tuple[list[Entity], list[Edge]]:
         for mention in resolved:
             entity = entities.setdefault(mention.name, Entity(mention.name))
             entity.notes.add(note.path)
-            votes[mention.name].update(_cue_votes(mention.name, line, mention.start, mention.end))
         if resolved:
             per_line.append((note, number, line, resolved))
     kept = {name: e for name, e in entities.items() if len(e.notes) >= MIN_NOTES}
@@ -257,6 +248,8 @@ def extract(notes: Sequence[Note]) -> tuple[list[Entity], list[Edge]]:
         names = [m for m in mentions if m.name in kept]
         seen: set[str] = set()
         for mention in names:
+            for kind in _cue_votes(line, mention.start, mention.end):
+                votes[mention.name][kind] += 1
             if mention.name not in seen:
                 seen.add(mention.name)
                 text = fact_text(line)

@@ -42,6 +42,7 @@ ENTITIES_DIR = f"{GRAPH_DIR}/entities"
 PROCEDURES_DIR = f"{MEMORY_DIR}/procedures"
 LOG_PATH = f"{META_DIR}/reflection-log.md"
 SCORES_NAME = "decay-scores.json"
+SCORES_PATH = f"{META_DIR}/{SCORES_NAME}"
 
 
 class ReflectResult(msgspec.Struct, kw_only=True):
@@ -124,7 +125,7 @@ def _write_scores(writer: MemoryWriter, data: bytes, result: ReflectResult) -> N
         replace_file(path, data, state)
         lines = data.count(b"\n")
         edit = Edit(data.decode("utf-8"), 1, lines)
-        error = writer.audit("reflect", f"{META_DIR}/{SCORES_NAME}", edit, edit.text)
+        error = writer.audit("reflect", SCORES_PATH, edit, edit.text)
     result.scores_changed = True
     if error:
         result.audit_errors.append(error)
