@@ -93,6 +93,10 @@ class HybridSettings(_Strict):
     #: Added to hits that say when (a date, "yesterday", "last week") if the query asks
     #: "when" or "how long"; 0 turns it off.
     when_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.2
+    #: Added to hits in the store a query asks for (memwell.organise.routing: how-to ->
+    #: memory/procedures/, a name -> its entity page, always/never/prefer -> vault and
+    #: MEMORY.md); 0 turns routing off.
+    route_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.15
     #: Vector weight (text weight: 1 minus it) of a query whose best candidates are
     #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
     #: vector_weight / text_weight for them too.

@@ -213,7 +213,11 @@ def search(
         warn_if_empty(ctx.workspace, status)
     print_search_notes(report, manager, verbose=ctx.verbose)
     if as_json:
-        _emit_json({"query": query, "results": [r.model_dump() for r in results], **report})
+        from ..organise.routing import route_query
+
+        route = route_query(query).to_dict()
+        hits = [r.model_dump() for r in results]
+        _emit_json({"query": query, "results": hits, "route": route, **report})
         return
     if not results:
         click.echo("no results")
@@ -317,7 +321,7 @@ def status(ctx: Context, as_json: bool) -> None:
     import msgspec
 
     from ..organise.decay_scores import read_scores, summary
-    from ..organise.reflect import SCORES_PATH
+    from ..organise.reflection import SCORES_PATH
 
     snapshot = ctx.open().status()
     scores = read_scores(ctx.workspace / SCORES_PATH)

@@ -140,7 +140,8 @@ class _Mention:
 def _runs(text: str) -> Iterator[_Mention]:
     """Runs of capitalised words in ``text`` (stop words split them), with sentence starts."""
     for match in _CANDIDATE_RUN.finditer(text):
-        position, current, first = match.start(), [], 0
+        position, first = match.start(), 0
+        current: list[str] = []
         for word in [*match.group().split(" "), ""]:
             name = word[:-2] if word.endswith(("'s", "’s")) else word.rstrip("'’-")
             if len(name) >= 2 and name[0].isupper() and name.lower() not in _NOT_NAMES:
@@ -153,6 +154,11 @@ def _runs(text: str) -> Iterator[_Mention]:
                 yield _Mention(joined, first, first + len(joined), initial)
                 current = []
             position += len(word) + 1
+
+
+def name_runs(text: str) -> list[str]:
+    """The capitalised names in a short text such as a query, sentence starts included."""
+    return [mention.name for mention in _runs(text)]
 
 
 def _mentions(text: str) -> Iterator[_Mention]:

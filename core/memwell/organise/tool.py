@@ -8,7 +8,7 @@ from typing import Any
 from ..descriptors import AgentTool, ToolHints
 from ..tool_schemas import FAILURE_FIELDS
 from ..writing.writer import MemoryWriter
-from .reflect import reflect
+from .reflection import reflect
 
 REFLECT_TOOL: dict[str, Any] = {
     "type": "function",
