@@ -153,6 +153,11 @@ class RecallCacheSettings(_Strict):
     semantic: bool = True
     semantic_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 86_400.0
     semantic_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.85
+    #: L3, for questions about recent events (memwell.retrieval.date_match.asks_recent): the
+    #: answer of a cached recent-events question with cosine >= temporal_threshold, 7 days.
+    temporal: bool = True
+    temporal_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 604_800.0
+    temporal_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.7
     max_entries: Annotated[int, msgspec.Meta(ge=1)] = 1000
     max_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
 

@@ -123,7 +123,7 @@ class RecallCacheStatus(Record, kw_only=True):
 
     ``enabled`` is false when settings turn it off or the backend gives no content version
     (``reason`` says which); ``semantic`` is ``None`` while that tier is off (``semantic_off``
-    says why). Counters are per process.
+    says why), and so is ``temporal``. Counters are per process.
     """
 
     enabled: bool
@@ -137,6 +137,9 @@ class RecallCacheStatus(Record, kw_only=True):
     exact: RecallTierStatus = msgspec.field(default_factory=RecallTierStatus)
     semantic: RecallTierStatus | None = None
     semantic_off: str | None = None
+    temporal: RecallTierStatus | None = None
+    """The tier for questions about recent events; ``None`` while it or the semantic tier
+    is off."""
     backend_searches: int = 0
 
 

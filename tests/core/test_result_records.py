@@ -221,6 +221,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
                 "exact": {"hits": 0, "misses": 0},
                 "semantic": {"hits": 0, "misses": 0},
                 "semantic_off": None,
+                "temporal": None,  # added with the temporal tier (issue 42)
                 "backend_searches": 0,
             },
             "recall_tracking": {
