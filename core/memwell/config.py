@@ -155,7 +155,9 @@ class RecallCacheSettings(_Strict):
     semantic_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.85
     #: L3, for questions about recent events (memwell.retrieval.date_match.asks_recent): the
     #: answer of a cached recent-events question with cosine >= temporal_threshold, 7 days.
-    temporal: bool = True
+    #: Off by default: at 0.7, "why did Maria join a church recently?" would get the answer
+    #: cached for John (LoCoMo dev asks 14 such questions).
+    temporal: bool = False
     temporal_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 604_800.0
     temporal_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.7
     max_entries: Annotated[int, msgspec.Meta(ge=1)] = 1000

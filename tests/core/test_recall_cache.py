@@ -312,7 +312,7 @@ def test_temporal_tier_answers_recent_events_questions_at_0_7_for_7_days(clock: 
     similarity = _similarity(RECENT_A, RECENT_B)
     assert 0.7 <= similarity < 0.85  # below the semantic tier, above the temporal one
     backend = Backend(embedder=Embedder())
-    memory = cached(backend, clock)
+    memory = cached(backend, clock, temporal=True)
     memory.search(RECENT_A)
     clock.now += 6 * 86_400  # past the semantic TTL, inside the temporal one
     hit = memory.search(RECENT_B)
@@ -330,7 +330,7 @@ def test_temporal_tier_ignores_questions_not_about_recent_events(clock: Clock) -
     later = RECENT_B.replace("yesterday", "in March")
     assert 0.7 <= _similarity(older, later) < 0.85
     backend = Backend(embedder=Embedder())
-    memory = cached(backend, clock)
+    memory = cached(backend, clock, temporal=True)
     memory.search(older)
     memory.search(later)  # not about recent events: the temporal tier is not asked
     assert 0.7 <= _similarity(RECENT_A, older) < 0.85
@@ -340,9 +340,9 @@ def test_temporal_tier_ignores_questions_not_about_recent_events(clock: Clock) -
     assert stats.temporal is not None and (stats.temporal.hits, stats.temporal.misses) == (0, 1)
 
 
-def test_temporal_tier_can_be_turned_off(clock: Clock) -> None:
+def test_temporal_tier_is_off_by_default(clock: Clock) -> None:
     backend = Backend(embedder=Embedder())
-    memory = cached(backend, clock, temporal=False)
+    memory = cached(backend, clock)
     memory.search(RECENT_A)
     memory.search(RECENT_B)
     assert len(backend.calls) == 2 and memory.cache_status().temporal is None

@@ -32,6 +32,7 @@ from ..models import (
     ReadFileResult,
     RecallCacheStatus,
 )
+from ..retrieval.boolean import parse_boolean
 from ..retrieval.date_match import asks_recent
 from ..retrieval.query_limit import bound_query
 from ..retrieval.snippets import citations_enabled
@@ -162,6 +163,10 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         missing: list[tuple[int, Vector | None]] = []
         temporal = self.config.temporal
         for index, vector in zip(pending, vectors, strict=True):
+            if parse_boolean(queries[index]):
+                # a query with +/- terms answers, and is answered by, only itself: a similar
+                # query may have other terms (or none)
+                vector = None
             if vector is not None:
                 answers[index] = self.store.semantic(version, options, space, vector)
                 if answers[index] is None and temporal and asks_recent(queries[index]):
