@@ -22,6 +22,7 @@ from memwell.factory import close_all, open_memory
 from memwell.fallback import FallbackMemoryManager
 from memwell.mcp_server import McpMemoryServer
 from memwell.models import MemorySearchResult
+from memwell.organise.tool import REFLECT_TOOL
 from memwell.plugins import PluginRegistry
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
@@ -81,7 +82,13 @@ def test_tools_match_the_agent_tool_definitions(workspace: Path, env: dict[str, 
         async with stdio_session(workspace, env) as session:
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
             assert "memory_search" in (session.instructions or "")
-        definitions = [*tool_definitions(), MEMORY_WRITE_TOOL, MEMORY_EDIT_TOOL, MEMORY_RECENT_TOOL]
+        definitions = [
+            *tool_definitions(),
+            MEMORY_WRITE_TOOL,
+            MEMORY_EDIT_TOOL,
+            MEMORY_RECENT_TOOL,
+            REFLECT_TOOL,
+        ]
         expected = {d["function"]["name"]: d["function"] for d in definitions}
         # no capture tools on the builtin backend; context compression on every backend
         assert set(listed) == {*expected, "compress_context"}

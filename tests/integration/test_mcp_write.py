@@ -156,6 +156,7 @@ def test_annotations_and_output_schemas(server: McpMemoryServer) -> None:
         "compress_context": (True, False, True),
         "memory_write": (False, False, False),
         "memory_edit": (False, True, False),
+        "memory_reflect": (False, False, True),
     }
 
     async def scenario() -> None:
@@ -179,6 +180,8 @@ def test_annotations_and_output_schemas(server: McpMemoryServer) -> None:
             await client.call_tool("memory_write", {"text": ""})
             await client.call_tool("memory_edit", {"path": "MEMORY.md", "old_text": "nope"})
             await client.call_tool("memory_recent", {"limit": "x"})
+            await client.call_tool("memory_reflect", {})
+            await client.call_tool("memory_reflect", {"unexpected": 1})
 
     run(scenario)
 
