@@ -93,6 +93,10 @@ class HybridSettings(_Strict):
     #: Added to hits that say when (a date, "yesterday", "last week") if the query asks
     #: "when" or "how long"; 0 turns it off.
     when_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.2
+    #: Added to hits in the store a query asks for (memwell.organise.routing: how-to ->
+    #: memory/procedures/, a name -> its entity page, always/never/prefer -> vault and
+    #: MEMORY.md); 0 turns routing off.
+    route_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.15
     #: Vector weight (text weight: 1 minus it) of a query whose best candidates are
     #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
     #: vector_weight / text_weight for them too.
@@ -149,6 +153,13 @@ class RecallCacheSettings(_Strict):
     semantic: bool = True
     semantic_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 86_400.0
     semantic_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.85
+    #: L3, for questions about recent events (memwell.retrieval.date_match.asks_recent): the
+    #: answer of a cached recent-events question with cosine >= temporal_threshold, 7 days.
+    #: Off by default: at 0.7, "why did Maria join a church recently?" would get the answer
+    #: cached for John (LoCoMo dev asks 14 such questions).
+    temporal: bool = False
+    temporal_ttl_seconds: Annotated[float, msgspec.Meta(gt=0)] = 604_800.0
+    temporal_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.7
     max_entries: Annotated[int, msgspec.Meta(ge=1)] = 1000
     max_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
 

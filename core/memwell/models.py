@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from .records import Record
+from .retrieval.decay import VAULT_PREFIX
 
 SearchMode = Literal["hybrid", "fts-only", "vector-only", "file-scan", "disabled"]
 """``file-scan``: no usable keyword index, so the Markdown files themselves are scanned."""
@@ -21,6 +22,9 @@ class MemorySearchResult(Record, frozen=True, kw_only=True):  # type: ignore[mis
     (for session transcripts they are lines of the JSONL file); ``score`` is in [0, 1],
     higher is better. Immutable and hashable.
 
+    ``pinned`` is true for a hit in the vault (``memory/vault/``: the user pinned it, it never
+    decays); construction sets it from ``path`` and ``source``.
+
     Construction checks the lines and the score (backends, third-party ones included, build
     these): a ``ValueError`` names a bad one. Integer-like lines and number-like scores (NumPy
     scalars, an ``int`` score) are stored as ``int`` and ``float``.
@@ -33,8 +37,11 @@ class MemorySearchResult(Record, frozen=True, kw_only=True):  # type: ignore[mis
     snippet: str
     source: str = "memory"
     citation: str | None = None
+    pinned: bool = False
 
     def __post_init__(self) -> None:
+        if self.source == "memory" and self.path.replace("\\", "/").startswith(VAULT_PREFIX):
+            msgspec.structs.force_setattr(self, "pinned", True)
         start, end, score = self.start_line, self.end_line, self.score
         if type(start) is not int or type(end) is not int or type(score) is not float:
             start, end, score = _plain_int(start), _plain_int(end), _plain_float(score)
@@ -116,7 +123,7 @@ class RecallCacheStatus(Record, kw_only=True):
 
     ``enabled`` is false when settings turn it off or the backend gives no content version
     (``reason`` says which); ``semantic`` is ``None`` while that tier is off (``semantic_off``
-    says why). Counters are per process.
+    says why), and so is ``temporal``. Counters are per process.
     """
 
     enabled: bool
@@ -130,6 +137,9 @@ class RecallCacheStatus(Record, kw_only=True):
     exact: RecallTierStatus = msgspec.field(default_factory=RecallTierStatus)
     semantic: RecallTierStatus | None = None
     semantic_off: str | None = None
+    temporal: RecallTierStatus | None = None
+    """The tier for questions about recent events; ``None`` while it or the semantic tier
+    is off."""
     backend_searches: int = 0
 
 

@@ -251,7 +251,8 @@ def save_session(
     for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
         path = dated_note_path(ended_at.date(), slug, attempt)
         try:
-            written = writer.create(path, body)
+            with writer.audited_as("capture"):
+                written = writer.create(path, body)
         except WriteRefusedError as exc:
             if exc.reason == "exists":
                 continue

@@ -31,6 +31,7 @@ SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
                     "snippet": {"type": "string"},
                     "source": {"type": "string"},
                     "citation": {"type": "string"},
+                    "pinned": {"type": "boolean"},
                 },
                 "required": ["path", "start_line", "end_line", "score", "snippet"],
             },

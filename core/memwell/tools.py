@@ -110,7 +110,13 @@ MEMORY_GET_TOOL: dict[str, Any] = {
 
 CORE_TOOL_NAMES = ("memory_search", "memory_get")
 """Names of the core tools; a plugin tool with one of these names is ignored."""
-WRITE_TOOL_NAMES = ("memory_write", "memory_edit", "memory_supersede", "memory_recent")
+WRITE_TOOL_NAMES = (
+    "memory_write",
+    "memory_edit",
+    "memory_supersede",
+    "memory_recent",
+    "memory_reflect",
+)
 """Names of the writer's tools (:mod:`memwell.writing.agent_tools`); also reserved."""
 
 
@@ -301,6 +307,8 @@ def _result_dict(result: MemorySearchResult, with_citation: bool) -> dict[str, A
         "snippet": snippet,
         "source": result.source,
     }
+    if result.pinned:  # a vault hit; absent otherwise, so the usual payload stays as small
+        item["pinned"] = True
     if with_citation:
         citation = format_citation(result.path, result.start_line, result.end_line)
         item["snippet"] = f"{snippet.strip()}\n\nSource: {citation}"

@@ -41,6 +41,7 @@ def test_definitions_offer_write_tools_only_with_an_enabled_writer(
         "memory_edit",
         "memory_supersede",
         "memory_recent",
+        "memory_reflect",
     ]
     off = MemoryWriter(
         memory, workspace, MemwellSettings.model_validate({"write": {"enabled": False}})

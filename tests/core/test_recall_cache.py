@@ -210,12 +210,12 @@ def test_semantic_lookups_reuse_the_stacked_vectors_until_an_entry_changes(
     memory = cached(Backend(embedder=Embedder()), clock, semantic_ttl_seconds=100, max_entries=2)
     memory.search("staging database port")
     memory.search("port database staging")  # cosine 1 with the first: a hit
-    stack = memory.store._stack
+    stack = memory.store._stacks[False]
     memory.search("database staging port")  # another hit: the same stack, not rebuilt
-    assert memory.store._stack is stack and memory.store.semantic_stats.hits == 2
+    assert memory.store._stacks[False] is stack and memory.store.semantic_stats.hits == 2
     memory.search("tomatoes need watering")  # a miss, put: evicts the least recently used
     assert memory.search("need watering tomatoes")[0].snippet.startswith("tomatoes need")
-    assert memory.store._stack is not stack
+    assert memory.store._stacks[False] is not stack
     clock.now += 101  # every vector expired: the same stack, masked by the clock
     hits = memory.store.semantic_stats.hits
     memory.search("watering tomatoes need")
@@ -297,3 +297,52 @@ def test_attributes_and_close_pass_through(clock: Clock) -> None:
 
 def test_normalise_query() -> None:
     assert normalise_query("  ｄeploy\t\nchecklist ") == "deploy checklist"
+
+
+def _similarity(a: str, b: str) -> float:
+    probe = Embedder()
+    return float(probe.embed(a) @ probe.embed(b))
+
+
+RECENT_A = "what did we decide yesterday about the deploy"
+RECENT_B = "what did we decide yesterday about the deploy freeze and the rollback window"
+
+
+def test_temporal_tier_answers_recent_events_questions_at_0_7_for_7_days(clock: Clock) -> None:
+    similarity = _similarity(RECENT_A, RECENT_B)
+    assert 0.7 <= similarity < 0.85  # below the semantic tier, above the temporal one
+    backend = Backend(embedder=Embedder())
+    memory = cached(backend, clock, temporal=True)
+    memory.search(RECENT_A)
+    clock.now += 6 * 86_400  # past the semantic TTL, inside the temporal one
+    hit = memory.search(RECENT_B)
+    assert backend.calls == [RECENT_A] and hit[0].snippet.startswith(RECENT_A)
+    stats = memory.cache_status()
+    # the first search asked the tier too (and missed): nothing was cached yet
+    assert stats.temporal is not None and (stats.temporal.hits, stats.temporal.misses) == (1, 1)
+    clock.now += 2 * 86_400  # 8 days: expired
+    memory.search(RECENT_B + " again")
+    assert len(backend.calls) == 2
+
+
+def test_temporal_tier_ignores_questions_not_about_recent_events(clock: Clock) -> None:
+    older = RECENT_A.replace("yesterday", "in March")
+    later = RECENT_B.replace("yesterday", "in March")
+    assert 0.7 <= _similarity(older, later) < 0.85
+    backend = Backend(embedder=Embedder())
+    memory = cached(backend, clock, temporal=True)
+    memory.search(older)
+    memory.search(later)  # not about recent events: the temporal tier is not asked
+    assert 0.7 <= _similarity(RECENT_A, older) < 0.85
+    memory.search(RECENT_A)  # asks, but no cached question was about recent events
+    assert len(backend.calls) == 3
+    stats = memory.cache_status()
+    assert stats.temporal is not None and (stats.temporal.hits, stats.temporal.misses) == (0, 1)
+
+
+def test_temporal_tier_is_off_by_default(clock: Clock) -> None:
+    backend = Backend(embedder=Embedder())
+    memory = cached(backend, clock)
+    memory.search(RECENT_A)
+    memory.search(RECENT_B)
+    assert len(backend.calls) == 2 and memory.cache_status().temporal is None

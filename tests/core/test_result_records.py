@@ -95,6 +95,7 @@ def test_number_like_values_are_stored_as_plain_numbers() -> None:
             "snippet": "x",
             "source": "memory",
             "citation": None,
+            "pinned": False,  # added with the vault (issue 42)
         }
     )
 
@@ -165,6 +166,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "snippet": "x",
             "source": "memory",
             "citation": "memory/a.md#L1-L3",
+            "pinned": False,  # added with the vault (issue 42)
         },
     ),
     (ReadFileResult(path="a.md", text="t", missing=True), {"path": "a.md", "text": "t"}),
@@ -219,6 +221,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
                 "exact": {"hits": 0, "misses": 0},
                 "semantic": {"hits": 0, "misses": 0},
                 "semantic_off": None,
+                "temporal": None,  # added with the temporal tier (issue 42)
                 "backend_searches": 0,
             },
             "recall_tracking": {
@@ -270,6 +273,7 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
             "index_error": None,
             "superseded": [],
             "supersede_error": None,
+            "audit_error": None,  # added with the audit log (issue 42)
         },
     ),
     (
@@ -382,6 +386,11 @@ OLD_WRITE_PROPERTIES = {
         "anyOf": [{"type": "string"}, {"type": "null"}],
         "default": None,
         "title": "Index Error",
+    },
+    "audit_error": {  # added with the audit log (issue 42)
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "default": None,
+        "title": "Audit Error",
     },
 }
 OLD_RECENT_FILE = {

@@ -22,6 +22,7 @@ from memwell.factory import close_all, open_memory
 from memwell.fallback import FallbackMemoryManager
 from memwell.mcp_server import McpMemoryServer
 from memwell.models import MemorySearchResult
+from memwell.organise.tool import REFLECT_TOOL
 from memwell.plugins import PluginRegistry
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
@@ -93,6 +94,7 @@ def test_tools_match_the_agent_tool_definitions(workspace: Path, env: dict[str, 
             MEMORY_EDIT_TOOL,
             MEMORY_SUPERSEDE_TOOL,
             MEMORY_RECENT_TOOL,
+            REFLECT_TOOL,
         ]
         expected = {d["function"]["name"]: d["function"] for d in definitions}
         # no capture tools on the builtin backend; context compression on every backend

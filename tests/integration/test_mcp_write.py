@@ -157,6 +157,7 @@ def test_annotations_and_output_schemas(server: McpMemoryServer) -> None:
         "memory_write": (False, False, False),
         "memory_edit": (False, True, False),
         "memory_supersede": (False, True, False),
+        "memory_reflect": (False, False, True),
     }
 
     async def scenario() -> None:
@@ -180,6 +181,8 @@ def test_annotations_and_output_schemas(server: McpMemoryServer) -> None:
             await client.call_tool("memory_write", {"text": ""})
             await client.call_tool("memory_edit", {"path": "MEMORY.md", "old_text": "nope"})
             await client.call_tool("memory_recent", {"limit": "x"})
+            await client.call_tool("memory_reflect", {})
+            await client.call_tool("memory_reflect", {"unexpected": 1})
 
     run(scenario)
 
@@ -208,3 +211,36 @@ def test_memory_files_are_resources_and_recall_is_a_prompt(server: McpMemoryServ
             assert "never instructions" in text or "not instructions" in text
 
     run(scenario)
+
+
+def test_reflect_and_writes_over_mcp_are_audited_as_mcp(
+    workspace: Path, env: dict[str, str]
+) -> None:
+    notes = {
+        "memory/2026-11-01.md": "Met with Ines Duarte about the billing cutover.\n",
+        "memory/2026-11-02.md": "Signed off by Ines Duarte.\n",
+    }
+    for rel, text in notes.items():
+        (workspace / rel).write_text(text)
+
+    async def scenario() -> None:
+        async with session(workspace, env) as client:
+            done = await write(client, text="Ines Duarte owns the cutover.", file="cutover")
+            assert done["written"] is True and "audit_error" not in done
+            reflected = payload(await client.call_tool("memory_reflect", {}))
+            assert reflected["reflected"] is True, reflected
+            assert "memory/graph/entities/ines-duarte.md" in reflected["added"]
+            again = payload(await client.call_tool("memory_reflect", {}))
+            assert again["added"] == again["changed"] == [] and not again["scores_changed"]
+            found = payload(await client.call_tool("memory_search", {"query": "Ines Duarte"}))
+            paths = [hit["path"] for hit in found["results"]]
+            assert "memory/graph/entities/ines-duarte.md" in paths
+
+    run(scenario)
+    lines = [
+        line.split("\t") for line in (workspace / "memory/meta/audit.log").read_text().splitlines()
+    ]
+    assert {fields[1] for fields in lines} == {"mcp"}
+    assert lines[0][2] == "append"
+    assert {fields[2] for fields in lines[1:]} == {"reflect"}
+    assert all("Ines" not in field for fields in lines for field in fields)

@@ -162,6 +162,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "compress": ("memwell.cli.recall_commands", "Fit a transcript into a token budget."),
     "plugin": ("memwell.cli.plugin_command", "Write memwell plugins (memwell plugin new)."),
     "promote": ("memwell.cli.promote_command", "Promote often-recalled snippets to MEMORY.md."),
+    "reflect": ("memwell.cli.reflect_command", "Build the entity graph, procedures, decay scores."),
 }
 for _name, (_module, _help) in LAZY_COMMANDS.items():
     cli.add_lazy_command(_name, _module, _help)
@@ -242,7 +243,11 @@ def search(
         warn_if_empty(ctx.workspace, status)
     print_search_notes(report, manager, verbose=ctx.verbose)
     if as_json:
-        _emit_json({"query": query, "results": [r.model_dump() for r in results], **report})
+        from ..organise.routing import route_query
+
+        route = route_query(query).to_dict()
+        hits = [r.model_dump() for r in results]
+        _emit_json({"query": query, "results": hits, "route": route, **report})
         return
     if not results:
         click.echo("no results")
@@ -341,11 +346,27 @@ def _status_lines(status: MemoryStatus) -> list[str]:
 @pass_ctx
 def status(ctx: Context, as_json: bool) -> None:
     """Show the index state, the provider in use and the search mode."""
+    import msgspec
+
+    from ..organise.decay_scores import read_scores, summary
+    from ..organise.reflection import SCORES_PATH
+
     snapshot = ctx.open().status()
+    scores = read_scores(ctx.workspace / SCORES_PATH)
+    decay = summary(scores) if scores is not None else None
     if as_json:
-        _emit_json(snapshot.model_dump(mode="json", by_alias=True))
-    else:
-        click.echo("\n".join(_status_lines(snapshot)))
+        extra = {"decay_scores": msgspec.to_builtins(decay)} if decay is not None else {}
+        _emit_json({**snapshot.model_dump(mode="json", by_alias=True), **extra})
+        return
+    lines = _status_lines(snapshot)
+    if decay is not None:
+        lines.append(
+            f"decay scores (memwell reflect, {decay.as_of}): {decay.files} files, "
+            f"{decay.pinned} pinned, {decay.recalls} recalls, {decay.tokens_injected} tokens "
+            f"injected, mean relevance {decay.mean_relevance}, least relevant: "
+            + ", ".join(decay.least_relevant)
+        )
+    click.echo("\n".join(lines))
 
 
 @cli.command()

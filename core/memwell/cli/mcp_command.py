@@ -98,7 +98,7 @@ def _serve(
     settings = ctx.settings(sync={"watch": watch}, **read_only_write)
     manager = open_memory(ctx.workspace, settings=settings)
     try:
-        writer = MemoryWriter(manager, ctx.workspace, settings)
+        writer = MemoryWriter(manager, ctx.workspace, settings, channel="mcp")
         server = McpMemoryServer(manager, citations=settings.citations, writer=writer)
         if listener is not None:
             server.run_http(

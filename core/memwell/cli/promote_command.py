@@ -80,6 +80,7 @@ def promote(
             dry_run=dry_run,
             limit=limit,
             include_promoted=include_promoted,
+            channel="cli",
         )
     except sqlite3.Error as exc:
         raise MemwellError(f"cannot read the recall history {tracker.path}: {exc}") from None

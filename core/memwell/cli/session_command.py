@@ -48,7 +48,7 @@ def save(
     conversation = read_transcript(transcript)
     settings = ctx.settings(sync={"watch": False, "on_search": False})
     manager = open_memory(ctx.workspace, settings=settings)
-    notes = writer(manager, workspace=ctx.workspace, settings=settings)
+    notes = writer(manager, workspace=ctx.workspace, settings=settings, channel="cli")
     result = save_session(
         notes,
         conversation,

@@ -14,7 +14,8 @@ from .main import Context, cli, pass_ctx
 
 def _writer(ctx: Context) -> MemoryWriter:
     settings = ctx.settings(sync={"watch": False, "on_search": False})
-    return MemoryWriter(open_memory(ctx.workspace, settings=settings), ctx.workspace, settings)
+    memory = open_memory(ctx.workspace, settings=settings)
+    return MemoryWriter(memory, ctx.workspace, settings, channel="cli")
 
 
 def _report(result: WriteResult, as_json: bool) -> None:

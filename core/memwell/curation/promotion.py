@@ -54,6 +54,7 @@ from ..manager import MemorySearchManager
 from ..records import Record
 from ..sources.paths import read_memory_file
 from ..writing.atomic import FileState, read_state, replace_file, write_lock
+from ..writing.audit import Channel
 from ..writing.supersede import parse_superseded
 from ..writing.targets import resolve_write_path
 from ..writing.writer import MemoryWriter
@@ -274,6 +275,7 @@ def promote(
     limit: int | None = None,
     include_promoted: bool = False,
     clock: Clock | None = None,
+    channel: Channel = "api",
 ) -> PromotionResult:
     """Rank the recalled daily-note snippets and (unless ``dry_run``) append the qualified
     ones to ``MEMORY.md``; see the module docstring.
@@ -284,11 +286,13 @@ def promote(
     :param include_promoted: rank chunks promoted before as well (``dry_run`` only shows
         them; they are never appended twice).
     :param clock: the current time (default: now, local time).
+    :param channel: the audit log's channel for the append (``cli`` from the command).
     :raises sqlite3.Error: the sidecar cannot be read.
     """
     now = (clock or (lambda: datetime.now().astimezone()))()
+    writer = MemoryWriter(manager, workspace, settings, clock=lambda: now, channel=channel)
     with _sidecar(manager, workspace, settings, tracker) as store:
-        return _promote(manager, workspace, settings, store, now, dry_run, limit, include_promoted)
+        return _promote(writer, store, now, dry_run, limit, include_promoted)
 
 
 @contextmanager
@@ -311,16 +315,14 @@ def _sidecar(
 
 
 def _promote(
-    manager: MemorySearchManager,
-    workspace: Path,
-    settings: MemwellSettings,
+    writer: MemoryWriter,
     store: RecallTracker,
     now: datetime,
     dry_run: bool,
     limit: int | None,
     include_promoted: bool,
 ) -> PromotionResult:
-    writer = MemoryWriter(manager, workspace, settings, clock=lambda: now)
+    workspace, settings = writer.workspace, writer.settings
     heading = f"{SECTION_TITLE} ({now.date().isoformat()})"
     lock = workspace / settings.index_dir / LOCK_FILE_NAME
     with write_lock(lock, settings.write.lock_timeout_seconds):
@@ -344,9 +346,10 @@ def _promote(
             return result
         real, _ = resolve_write_path(workspace, memory_file)
         before = read_state(real)
-        writer.append(
-            "\n".join(line.text for line in result.lines), heading=heading, supersede=False
-        )
+        with writer.audited_as("promote"):
+            writer.append(
+                "\n".join(line.text for line in result.lines), heading=heading, supersede=False
+            )
         after = read_state(real)
         _check_kept(real, before.data, after)
         save_undo(

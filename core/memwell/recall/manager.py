@@ -5,7 +5,9 @@ the Python API all go through it. A search is answered by the first tier that ha
 
 1. exact: the same normalised query and options, cached less than an hour ago;
 2. semantic: a cached query whose embedding has cosine >= 0.85 with this one (24 h);
-3. the backend, whose answer is then cached.
+3. temporal, for a question about recent events ("what happened yesterday?"): a cached
+   recent-events question with cosine >= 0.7 (7 days);
+4. the backend, whose answer is then cached.
 
 Entries belong to the backend's content version (:func:`~memwell.recall.protocols.content_version`),
 so a sync or write that changed the index is never hidden. A backend without a content version
@@ -30,6 +32,8 @@ from ..models import (
     ReadFileResult,
     RecallCacheStatus,
 )
+from ..retrieval.boolean import parse_boolean
+from ..retrieval.date_match import asks_recent
 from ..retrieval.query_limit import bound_query
 from ..retrieval.snippets import citations_enabled
 from . import protocols
@@ -157,9 +161,16 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         pending = [i for i, a in enumerate(answers) if a is None]
         space, vectors = self._vectors([queries[i].strip() for i in pending])
         missing: list[tuple[int, Vector | None]] = []
+        temporal = self.config.temporal
         for index, vector in zip(pending, vectors, strict=True):
+            if parse_boolean(queries[index]):
+                # a query with +/- terms answers, and is answered by, only itself: a similar
+                # query may have other terms (or none)
+                vector = None
             if vector is not None:
                 answers[index] = self.store.semantic(version, options, space, vector)
+                if answers[index] is None and temporal and asks_recent(queries[index]):
+                    answers[index] = self.store.temporal(version, options, space, vector)
             if answers[index] is None:
                 missing.append((index, vector))
         if missing:
@@ -169,7 +180,10 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                 answers[index] = results
                 if unchanged:
                     text = normalise_query(queries[index])
-                    self.store.put(version, options, text, results, space=space, vector=vector)
+                    recent = asks_recent(text)
+                    self.store.put(
+                        version, options, text, results, space=space, vector=vector, recent=recent
+                    )
         return self._tracked(queries, [list(a) if a is not None else [] for a in answers])
 
     def _tracked(
@@ -234,6 +248,11 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
             exact=store.exact_stats.model_copy(),
             semantic=store.semantic_stats.model_copy() if semantic_off is None else None,
             semantic_off=semantic_off,
+            temporal=(
+                store.temporal_stats.model_copy()
+                if semantic_off is None and self.config.temporal
+                else None
+            ),
             backend_searches=self.backend_searches,
         )
 

@@ -1,9 +1,12 @@
-""":class:`RecallStore`: the entries of the recall cache, with its two lookup tiers.
+""":class:`RecallStore`: the entries of the recall cache, with its three lookup tiers.
 
 One entry per answered query holds the normalised text, the options, the query vector (when
-the backend has a query embedder) and the results. The exact tier matches text and options
-within ``exact_ttl_seconds``; the semantic tier matches the options and a cosine similarity of
-at least ``semantic_threshold`` with the vector, within ``semantic_ttl_seconds``. Every entry
+the backend has a query embedder), whether it asked about recent events, and the results. The
+exact tier matches text and options within ``exact_ttl_seconds``; the semantic tier matches the
+options and a cosine similarity of at least ``semantic_threshold`` with the vector, within
+``semantic_ttl_seconds``; the temporal tier matches, among the recent-events questions, a
+cosine of at least ``temporal_threshold`` within ``temporal_ttl_seconds`` (seed 004's 0.7 and
+7 days). Every entry
 belongs to one content version of the index: a lookup under a new version drops them all.
 The store is bounded by entries and by (estimated) bytes, evicting the least recently used.
 """
@@ -50,6 +53,7 @@ class _Entry(msgspec.Struct, frozen=True):
     results: tuple[MemorySearchResult, ...]
     created: float
     size: int
+    recent: bool = False
 
 
 class _Stack(msgspec.Struct, frozen=True):
@@ -60,6 +64,7 @@ class _Stack(msgspec.Struct, frozen=True):
     options: str
     space: str
     shape: tuple[int, ...]
+    recent_only: bool
     keys: list[tuple[str, str]]
     created: np.ndarray[Any, np.dtype[np.float64]]
     matrix: np.ndarray[Any, np.dtype[np.float32]] | None
@@ -77,10 +82,11 @@ class RecallStore:
         self._lock = threading.Lock()
         self.exact_stats = RecallTierStatus()
         self.semantic_stats = RecallTierStatus()
+        self.temporal_stats = RecallTierStatus()
         self.evictions = 0
         self.invalidations = 0
         self._changes = 0  # bumped whenever entries are added or dropped
-        self._stack: _Stack | None = None
+        self._stacks: dict[bool, _Stack] = {}
 
     @property
     def entries(self) -> int:
@@ -119,27 +125,60 @@ class RecallStore:
         """The results of the most similar cached query with ``options`` whose vector is in
         the vector ``space`` (cosine at least the threshold, within the semantic TTL), or
         ``None``."""
+        settings = self.settings
+        return self._nearest(
+            version,
+            (options, space, vector, False),
+            settings.semantic_threshold,
+            settings.semantic_ttl_seconds,
+            self.semantic_stats,
+        )
+
+    def temporal(
+        self, version: str, options: str, space: str, vector: Vector
+    ) -> list[MemorySearchResult] | None:
+        """Like :meth:`semantic`, among cached questions about recent events only, with the
+        temporal tier's threshold and TTL."""
+        settings = self.settings
+        return self._nearest(
+            version,
+            (options, space, vector, True),
+            settings.temporal_threshold,
+            settings.temporal_ttl_seconds,
+            self.temporal_stats,
+        )
+
+    def _nearest(
+        self,
+        version: str,
+        lookup: tuple[str, str, Vector, bool],
+        threshold: float,
+        ttl: float,
+        stats: RecallTierStatus,
+    ) -> list[MemorySearchResult] | None:
+        options, space, vector, recent_only = lookup
         with self._lock:
             self._use_version(version)
-            stack = self._stacked(options, space, vector.shape)
+            stack = self._stacked(options, space, vector.shape, recent_only)
             best: tuple[str, str] | None = None
             if stack.matrix is not None:
                 scores = stack.matrix @ vector
-                expired = self.clock() - stack.created >= self.settings.semantic_ttl_seconds
-                scores[expired] = -np.inf
+                scores[self.clock() - stack.created >= ttl] = -np.inf
                 top = int(np.argmax(scores))
-                if float(scores[top]) >= self.settings.semantic_threshold:
+                if float(scores[top]) >= threshold:
                     best = stack.keys[top]
             if best is None:
-                self.semantic_stats.misses += 1
+                stats.misses += 1
                 return None
             self._entries.move_to_end(best)
-            self.semantic_stats.hits += 1
+            stats.hits += 1
             return list(self._entries[best].results)
 
-    def _stacked(self, options: str, space: str, shape: tuple[int, ...]) -> _Stack:
-        """The stacked vectors of the entries a semantic lookup compares (hold the lock)."""
-        stack = self._stack
+    def _stacked(
+        self, options: str, space: str, shape: tuple[int, ...], recent_only: bool
+    ) -> _Stack:
+        """The stacked vectors of the entries a lookup compares (hold the lock)."""
+        stack = self._stacks.get(recent_only)
         if stack is not None and (stack.changes, stack.options, stack.space, stack.shape) == (
             self._changes,
             options,
@@ -154,13 +193,21 @@ class RecallStore:
             and e.space == space
             and e.vector is not None
             and e.vector.shape == shape
+            and (e.recent or not recent_only)
         ]
         matrix = np.vstack([v for _, _, v in found]) if found else None
         created = np.array([c for _, c, _ in found], dtype=np.float64)
         stack = _Stack(
-            self._changes, options, space, shape, [k for k, _, _ in found], created, matrix
+            self._changes,
+            options,
+            space,
+            shape,
+            recent_only,
+            [k for k, _, _ in found],
+            created,
+            matrix,
         )
-        self._stack = stack
+        self._stacks[recent_only] = stack
         return stack
 
     def put(
@@ -172,13 +219,15 @@ class RecallStore:
         *,
         space: str = "",
         vector: Vector | None = None,
+        recent: bool = False,
     ) -> None:
-        """Remember ``results`` (with the query's vector in ``space`` when there is one); an
-        entry larger than the byte bound is not kept."""
+        """Remember ``results`` (with the query's vector in ``space`` when there is one, and
+        whether it asked about recent events); an entry larger than the byte bound is not
+        kept."""
         size = estimate_bytes(query, vector, results)
         if size > self.settings.max_bytes:
             return
-        entry = _Entry(options, query, space, vector, tuple(results), self.clock(), size)
+        entry = _Entry(options, query, space, vector, tuple(results), self.clock(), size, recent)
         with self._lock:
             self._use_version(version)
             old = self._entries.pop((options, query), None)
@@ -191,10 +240,16 @@ class RecallStore:
 
     def _evict(self) -> None:
         """Drop expired entries, then the least recently used beyond the bounds."""
-        horizon = self.clock() - max(
-            self.settings.exact_ttl_seconds, self.settings.semantic_ttl_seconds
-        )
-        for key in [k for k, e in self._entries.items() if e.created <= horizon]:
+        settings = self.settings
+        lifetime = max(settings.exact_ttl_seconds, settings.semantic_ttl_seconds)
+        horizon = self.clock() - lifetime
+        recent_horizon = self.clock() - max(lifetime, settings.temporal_ttl_seconds)
+        expired = [
+            key
+            for key, e in self._entries.items()
+            if e.created <= (recent_horizon if e.recent else horizon)
+        ]
+        for key in expired:
             self._bytes -= self._entries.pop(key).size
             self._changes += 1
         while self._entries and (

@@ -144,6 +144,20 @@ def asks_when(query: str) -> bool:
     return _ASKS_WHEN.match(query) is not None
 
 
+_RECENT = lazy_pattern(
+    r"\b(?:yesterday|today|tonight|lately|recent(?:ly)?|latest|just now|this (?:morning|"
+    r"afternoon|evening|week)|last (?:night|few days|couple of days|week)|past (?:few )?days|"
+    r"(?:a|two|three|few) days ago)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_recent(query: str) -> bool:
+    """True for a question about recent events ("what happened yesterday", "lately", "this
+    week"): the recall cache's temporal tier answers those."""
+    return _RECENT.search(query) is not None
+
+
 def mentions_time(text: str) -> bool:
     """True if ``text`` says when: a relative day or period ("yesterday", "last week", "two
     years ago"), a weekday, a month name (not "May", a verb as often) or a year."""

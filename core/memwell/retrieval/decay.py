@@ -1,4 +1,4 @@
-"""Temporal decay: older notes score lower, evergreen memory files never decay."""
+"""Temporal decay: older notes score lower; evergreen and vault (pinned) files never decay."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ _DATED_MEMORY_PATH = lazy_pattern(
     r"(?:^|/)memory/(?:[^/]+/)*([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[^0-9/][^/]*)?\.md$"
 )
 _EVERGREEN_ROOT_FILES = frozenset({"MEMORY.md", "memory.md"})
+VAULT_PREFIX = "memory/vault/"
+"""Files under this directory are pinned by the user: they never decay, dated or not."""
 _SECONDS_PER_DAY = 86_400.0
 
 
@@ -51,15 +53,22 @@ def date_from_path(path: str) -> date | None:
         return None
 
 
-def is_evergreen(path: str, source: str) -> bool:
-    """True for ``memory``-source ``MEMORY.md``, ``memory.md`` and undated ``memory/...`` files.
+def is_pinned(path: str, source: str) -> bool:
+    """True for a ``memory``-source file under ``memory/vault/``: the user pinned it."""
+    return source == "memory" and _normalize(path).startswith(VAULT_PREFIX)
 
-    A path shaped like a dated note is never evergreen, even with an invalid date.
+
+def is_evergreen(path: str, source: str) -> bool:
+    """True for ``memory``-source ``MEMORY.md``, ``memory.md``, undated ``memory/...`` files
+    and everything under ``memory/vault/`` (:func:`is_pinned`).
+
+    Outside the vault, a path shaped like a dated note is never evergreen, even with an
+    invalid date.
     """
     if source != "memory":
         return False
     normalized = _normalize(path)
-    if normalized in _EVERGREEN_ROOT_FILES:
+    if normalized in _EVERGREEN_ROOT_FILES or is_pinned(normalized, source):
         return True
     return normalized.startswith("memory/") and _DATED_MEMORY_PATH.search(normalized) is None
 
@@ -72,7 +81,10 @@ def _utc_seconds(moment: datetime) -> float:
 
 
 def _timestamp(path: str, source: str, mtime_of: Callable[[str], float | None]) -> float | None:
-    """Epoch seconds a hit dates from: its name's date, else None if evergreen, else mtime."""
+    """Epoch seconds a hit dates from: None if pinned, its name's date, else None if
+    evergreen, else mtime."""
+    if is_pinned(path, source):
+        return None
     day = date_from_path(path)
     if day is not None:
         return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
@@ -90,10 +102,10 @@ def apply_temporal_decay(
 ) -> list[Candidate]:
     """Multiply each score by its age's :func:`decay_multiplier`, keeping the input order.
 
-    The age comes from a dated note's name (UTC midnight, see :func:`date_from_path`), else
-    evergreen files are not decayed, else ``mtime_of(path)`` (epoch seconds; None means no
-    decay). Timestamps are looked up once per ``source:path`` within a call. Returns new
-    candidates.
+    Vault files (:func:`is_pinned`) are never decayed; otherwise the age comes from a dated
+    note's name (UTC midnight, see :func:`date_from_path`), else evergreen files are not
+    decayed, else ``mtime_of(path)`` (epoch seconds; None means no decay). Timestamps are
+    looked up once per ``source:path`` within a call. Returns new candidates.
     """
     now_seconds = _utc_seconds(now)
     cache: dict[tuple[str, str], float | None] = {}

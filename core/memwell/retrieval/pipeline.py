@@ -11,6 +11,8 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timezone
 
 from ..config import HybridSettings
+from ..organise.routing import apply_route
+from .boolean import apply_boolean
 from .calibration import Calibration
 from .candidate import Candidate
 from .date_match import boost_dates
@@ -27,15 +29,18 @@ MtimeOf = Callable[[str], float | None]
 def rank_candidates(
     items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf, query: str = ""
 ) -> list[Candidate]:
-    """Date-aware matching, temporal decay (when enabled), a stable sort by score, superseded
-    facts demoted (:func:`~memwell.retrieval.superseded.demote_superseded`), then MMR.
+    """The query's ``+must -must_not`` terms (:mod:`memwell.retrieval.boolean`), date-aware
+    matching, query routing (:mod:`memwell.organise.routing`), temporal decay (when enabled),
+    a stable sort by score, superseded facts demoted
+    (:func:`~memwell.retrieval.superseded.demote_superseded`), then MMR.
 
     ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files;
     hits in a dated note of a date ``query`` names, and hits that say when to a question
     that asks when, gain ``hybrid.date_boost`` / ``hybrid.when_boost``
     (:func:`~memwell.retrieval.date_match.boost_dates`).
     """
-    ranked = boost_dates(items, query, hybrid.date_boost, hybrid.when_boost)
+    ranked = boost_dates(apply_boolean(items, query), query, hybrid.date_boost, hybrid.when_boost)
+    ranked = apply_route(ranked, query, hybrid.route_boost)
     if hybrid.temporal_decay.enabled:
         ranked = apply_temporal_decay(
             ranked,

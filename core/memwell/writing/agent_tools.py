@@ -171,7 +171,7 @@ RECENT_OUTPUT_SCHEMA: dict[str, Any] = {
 def _written(result: WriteResult) -> dict[str, Any]:
     payload: dict[str, Any] = {"written": True, **result.model_dump(mode="json")}
     payload["citation"] = format_citation(result.path, result.start_line, result.end_line)
-    for optional in ("index_error", "supersede_error"):
+    for optional in ("index_error", "supersede_error", "audit_error"):
         if payload[optional] is None:
             del payload[optional]
     return payload
@@ -204,7 +204,7 @@ def memory_write(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any
             raise WriteRefusedError(message, reason="invalid")
         return _written(writer.append(text, file=file, heading=heading))
     except Exception as exc:
-        return _failed("memory_write", exc, written=False)
+        return refusal("memory_write", exc, written=False)
 
 
 def memory_edit(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -215,7 +215,7 @@ def memory_edit(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]
         new = _string(args, "new_text", required=True) or ""
         return _written(writer.replace(path, old, new))
     except Exception as exc:
-        return _failed("memory_edit", exc, written=False)
+        return refusal("memory_edit", exc, written=False)
 
 
 def memory_supersede(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -238,10 +238,10 @@ def memory_recent(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, An
     except BadArgument as exc:
         return {"files": [], "error": str(exc), "reason": "invalid"}
     except Exception as exc:
-        return _failed("memory_recent", exc, files=[])
+        return refusal("memory_recent", exc, files=[])
 
 
-def _failed(tool: str, exc: Exception, **extra: Any) -> dict[str, Any]:
+def refusal(tool: str, exc: Exception, **extra: Any) -> dict[str, Any]:
     """The refusal payload for ``exc``; errors memwell did not raise on purpose are logged."""
     if isinstance(exc, WriteRefusedError):
         reason = exc.reason
@@ -268,15 +268,21 @@ _RUNNERS = (
 
 
 def write_tools(writer: MemoryWriter | None) -> list[AgentTool]:
-    """The tools for ``writer``: all four, or only ``memory_recent`` when writing is
-    disabled (read-only agents), none without a writer."""
+    """The tools for ``writer``: the write tools (write, edit, supersede, reflect) and
+    ``memory_recent``, or only ``memory_recent`` when writing is disabled (read-only
+    agents), none without a writer."""
     if writer is None:
         return []
     runners = _RUNNERS if writer.enabled else _RUNNERS[-1:]
-    return [
+    tools = [
         AgentTool(definition, partial(run, writer), hints, schema)
         for definition, run, hints, schema in runners
     ]
+    if writer.enabled:
+        from ..organise.tool import reflect_tool
+
+        tools.append(reflect_tool(writer))
+    return tools
 
 
 def disabled_payload(name: str) -> dict[str, Any]:

@@ -37,7 +37,8 @@ class WriteResult(Record, kw_only=True):
     file is written either way, and the next sync picks it up). ``superseded`` lists the older
     lines the written text states a new value for (marked unless ``[write] supersede =
     "suggest"``; see :mod:`memwell.writing.supersede`); ``supersede_error`` says why the
-    lookup or a marker failed (the note is written either way).
+    lookup or a marker failed (the note is written either way). ``audit_error`` says why the
+    write's line could not be added to ``memory/meta/audit.log`` (the write stands).
     """
 
     path: str
@@ -53,6 +54,7 @@ class WriteResult(Record, kw_only=True):
     index_error: str | None = None
     superseded: list[Supersession] = msgspec.field(default_factory=list)
     supersede_error: str | None = None
+    audit_error: str | None = None
 
 
 class RecentFile(Record, kw_only=True):

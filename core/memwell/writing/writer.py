@@ -19,8 +19,9 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 from memwell.config import MemwellSettings, load_settings
@@ -31,7 +32,8 @@ from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 from memwell.sources.redact import redact
 
 from . import edits
-from .atomic import read_state, replace_file, write_lock
+from .atomic import FileState, read_state, replace_file, write_lock
+from .audit import Channel, append_audit, audit_line, check_channel
 from .recent import recent_files
 from .results import Operation, RecentFile, Supersession, WriteResult
 from .supersede import parse_superseded
@@ -48,6 +50,8 @@ _CHANGED_FILE_RETRIES = 3
 Edit = Callable[[str, bool], tuple[edits.Edit, bool]]
 """An edit of the file's text; gets whether the file exists, returns the edit and whether
 it created a heading."""
+Rewrite = Callable[[str | None], edits.Edit | None]
+"""A generated page's new text from its current one (None: missing); None: leave it."""
 
 
 class MemoryWriter:
@@ -59,6 +63,8 @@ class MemoryWriter:
     :param clock: the local time, for the daily file's date (default: now).
     :param confirm: asked ``(old line, new line)`` before an automatic supersession is kept
         (see :func:`memwell.writing.confirm.text_generator_confirm`); default: none asked.
+    :param channel: where the writes come from, for the audit log
+        (:mod:`memwell.writing.audit`): ``cli``, ``mcp``, ``api`` (default) or ``watch``.
     """
 
     def __init__(
@@ -69,6 +75,7 @@ class MemoryWriter:
         *,
         clock: Callable[[], datetime] | None = None,
         confirm: Confirm | None = None,
+        channel: Channel = "api",
     ) -> None:
         self.manager = manager
         self.workspace = Path(os.path.realpath(workspace))
@@ -76,6 +83,18 @@ class MemoryWriter:
         self._clock = clock or (lambda: datetime.now().astimezone())
         self.confirm = confirm
         self._no_generator = False
+        self.channel = check_channel(channel)
+        self._audit_operation: str | None = None
+
+    @contextmanager
+    def audited_as(self, operation: str) -> Iterator[None]:
+        """Within the block, the audit log names writes ``operation`` (``promote``,
+        ``capture``...) instead of the writer's own (``append``, ``create``, ``replace``)."""
+        previous, self._audit_operation = self._audit_operation, operation
+        try:
+            yield
+        finally:
+            self._audit_operation = previous
 
     @property
     def enabled(self) -> bool:
@@ -218,6 +237,56 @@ class MemoryWriter:
             }
         )
 
+    def rewrite(
+        self, rel_path: str, render: Rewrite, *, operation: str = "reflect"
+    ) -> WriteResult | None:
+        """Rewrite a file memwell generates: ``render`` gets its current text (None when
+        missing) and returns the new text with the lines it changed, or None to leave it.
+
+        Nothing is written (and None returned) when the text would not change. The write
+        rules, the lock, the atomic replace, redaction and the audit line are those of every
+        write; the index is not synced (call :meth:`sync` after a batch) and the size limit
+        does not apply (the text is memwell's, not the caller's).
+        """
+        self.check_enabled()
+        real, display = resolve_write_path(self.workspace, target_path(rel_path))
+        change: edits.Edit | None = None
+        text = ""
+
+        def produce(state: FileState) -> bytes | None:
+            nonlocal change, text
+            current = state.data.decode("utf-8", "surrogateescape") if state.exists else None
+            change = render(current)
+            if change is None or change.text == current:
+                return None
+            text = redact(change.text)
+            return text.encode("utf-8", "surrogateescape")
+
+        with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
+            written_state = self._commit(real, display, produce)
+            if written_state is None or change is None:
+                return None
+            state, data = written_state
+            lines = text.split("\n")[change.start_line - 1 : change.end_line]
+            written = "\n".join(lines)
+            audit_error = self.audit(operation, display, change, written)
+        return WriteResult(
+            path=display,
+            operation="replace",
+            start_line=change.start_line,
+            end_line=change.end_line,
+            bytes_written=len(written.encode("utf-8", "surrogateescape")),
+            file_bytes=len(data),
+            created=not state.exists,
+            redacted=text != change.text,
+            indexed=False,
+            audit_error=audit_error,
+        )
+
+    def sync(self) -> tuple[bool, str | None]:
+        """Sync the manager's index now: ``(True, None)``, or ``(False, reason)``."""
+        return self._sync()
+
     def recent(self, limit: int = 10) -> list[RecentFile]:
         """The ``limit`` most recently changed memory files, newest first."""
         return recent_files(self.workspace, limit, self.settings.extra_paths)
@@ -229,11 +298,15 @@ class MemoryWriter:
             return lower
         return upper
 
-    def _checked_text(self, text: str, name: str, *, allow_blank: bool = False) -> str:
+    def check_enabled(self) -> None:
+        """Raise :class:`~memwell.errors.WriteRefusedError` when writing is disabled."""
         if not self.enabled:
             raise WriteRefusedError(
                 "memory writing is disabled ([write] enabled = false)", reason="disabled"
             )
+
+    def _checked_text(self, text: str, name: str, *, allow_blank: bool = False) -> str:
+        self.check_enabled()
         if not isinstance(text, str):
             raise WriteRefusedError(f"{name} must be a string", reason="invalid")
         try:
@@ -266,6 +339,7 @@ class MemoryWriter:
         real, display = resolve_write_path(self.workspace, target)
         with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
             change, heading_created, created, data = self._edit_file(real, display, edit)
+            audit_error = self.audit(operation, display, change, written)
         indexed, index_error = self._sync()
         superseded: list[Supersession] = []
         supersede_error: str | None = None
@@ -289,6 +363,7 @@ class MemoryWriter:
             index_error=index_error,
             superseded=superseded,
             supersede_error=supersede_error,
+            audit_error=audit_error,
         )
 
     def _edit_file(
@@ -297,21 +372,39 @@ class MemoryWriter:
         """Apply ``edit`` to the file (the lock held): the edit, whether it created a heading,
         whether it created the file, and the new bytes. A file changed under the edit by
         another editor is read again and the edit redone."""
+        change = edits.Edit("", 1, 1)
+        heading_created = False
+
+        def produce(state: FileState) -> bytes:
+            nonlocal change, heading_created
+            current = state.data.decode("utf-8", "surrogateescape")
+            change, heading_created = edit(current, state.exists)
+            return change.text.encode("utf-8", "surrogateescape")
+
+        committed = self._commit(real, display, produce)
+        assert committed is not None  # ``produce`` always gives bytes
+        state, data = committed
+        return change, heading_created, not state.exists, data
+
+    def _commit(
+        self, real: Path, display: str, produce: Callable[[FileState], bytes | None]
+    ) -> tuple[FileState, bytes] | None:
+        """Replace ``real`` with ``produce(its state)`` atomically (the lock held), again when
+        another writer changed it meanwhile; None when ``produce`` gives None."""
         for attempt in range(_CHANGED_FILE_RETRIES):
             state = read_state(real)
-            change, heading_created = edit(
-                state.data.decode("utf-8", "surrogateescape"), state.exists
-            )
-            data = change.text.encode("utf-8", "surrogateescape")
+            data = produce(state)
+            if data is None:
+                return None
             if not state.exists:
                 ensure_parent(self.workspace, real, display)
             try:
                 replace_file(real, data, state)
-                return change, heading_created, not state.exists, data
+                return state, data
             except WriteRefusedError as exc:
                 if exc.reason != "busy" or attempt == _CHANGED_FILE_RETRIES - 1:
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _readable(self, rel_path: str) -> str | None:
         """A writable memory file's text, ``None`` for any other (extra paths are read-only)."""
@@ -396,8 +489,28 @@ class MemoryWriter:
             return edits.Edit(text, first, max(lines.values(), default=first)), False
 
         with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
-            self._edit_file(real, display, edit)
+            change, _, _, data = self._edit_file(real, display, edit)
+            changed = data.decode("utf-8", "surrogateescape").split("\n")
+            marked = "\n".join(changed[change.start_line - 1 : change.end_line])
+            self.audit("supersede", display, change, marked)
         return done
+
+    def audit(self, operation: str, path: str, change: edits.Edit, written: str) -> str | None:
+        """Append the audit line of a write (see :mod:`memwell.writing.audit`); the reason it
+        failed (also logged as a warning), else None. Never raises."""
+        line = audit_line(
+            when=datetime.now(timezone.utc),
+            channel=self.channel,
+            operation=self._audit_operation or operation,
+            path=path,
+            start_line=change.start_line,
+            end_line=change.end_line,
+            content=written.encode("utf-8", "surrogateescape"),
+        )
+        error = append_audit(self.workspace, line)
+        if error is not None:
+            log.warning("memwell: written, but %s", error)
+        return error
 
     def _sync(self) -> tuple[bool, str | None]:
         try:
@@ -414,12 +527,15 @@ def writer(
     *,
     workspace: str | os.PathLike[str] | None = None,
     settings: MemwellSettings | None = None,
+    channel: Channel = "api",
 ) -> MemoryWriter:
     """A :class:`MemoryWriter` for an opened memory (``memwell.writer(open_memory(...))``).
 
     :param workspace: default: the manager's ``status().workspace_dir``.
     :param settings: default: the workspace's layered configuration; pass the settings the
         memory was opened with when they came from code rather than config files.
+    :param channel: the audit log's channel (``api`` unless a CLI, MCP or watch layer).
     """
     ws = Path(workspace) if workspace is not None else Path(memory.status().workspace_dir)
-    return MemoryWriter(memory, ws, settings if settings is not None else load_settings(ws))
+    chosen = settings if settings is not None else load_settings(ws)
+    return MemoryWriter(memory, ws, chosen, channel=channel)
