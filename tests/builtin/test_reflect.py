@@ -39,7 +39,8 @@ NOTES = {
         "# 2026-11-02\n"
         "\n"
         "Ines Duarte leads Atlas now. The Atlas service uses PostgreSQL.\n"
-        "- Ines Duarte lives in Lisbon. *(superseded 2026-11-03 by memory/2026-11-03.md#L3)*\n"
+        "- Ines Duarte lives in Lisbon, near Porto. *(superseded 2026-11-03 by "
+        "memory/2026-11-03.md#L3)*\n"
         "Deploys are frozen this week.\n"
     ),
     "memory/2026-11-03.md": (
@@ -114,8 +115,8 @@ def test_entity_pages_cite_their_sources_and_show_superseded_facts(
         "(memory/2026-11-01.md#L4)",
     ]
     assert (
-        "## Superseded\n\n- superseded: Ines Duarte lives in Lisbon. *(superseded 2026-11-03 by "
-        "memory/2026-11-03.md#L3)* (memory/2026-11-02.md#L4)\n"
+        "## Superseded\n\n- superseded: Ines Duarte lives in Lisbon, near Porto. *(superseded "
+        "2026-11-03 by memory/2026-11-03.md#L3)* (memory/2026-11-02.md#L4)\n"
     ) in page
     assert "- leads → [Atlas](atlas.md) (memory/2026-11-02.md#L3)" in page
     assert "- works_on → [Atlas](atlas.md) (memory/2026-11-01.md#L4)" in page

@@ -227,7 +227,7 @@ def memory_supersede(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str,
         file = _string(args, "file", required=False)
         return _written(writer.supersede(path, old, new, file=file))
     except Exception as exc:
-        return _failed("memory_supersede", exc, written=False)
+        return refusal("memory_supersede", exc, written=False)
 
 
 def memory_recent(writer: MemoryWriter, args: Mapping[str, Any]) -> dict[str, Any]:
