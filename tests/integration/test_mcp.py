@@ -193,9 +193,9 @@ def test_resource_templates_and_output_schemas(workspace: Path, env: dict[str, s
             compress_schema = listed["compress_context"].output_schema or {}
             assert {"level", "turns", "tokens_after", "fits"} <= set(compress_schema["properties"])
             # the client validates every structured result against the declared schema
-            messages = [{"role": "user", "content": "We deploy on Tuesdays. " * 40}]
+            messages = [{"role": "user", "content": "The garden looked green in May. " * 40}]
             done = await session.call_tool(
-                "compress_context", {"messages": messages, "budget_tokens": 20}
+                "compress_context", {"messages": messages, "budget_tokens": 40}
             )
             assert done.is_error is False and done.structured_content["level"] == "heavy"
             bad = await session.call_tool(
