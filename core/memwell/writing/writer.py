@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +32,9 @@ from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 from memwell.sources.redact import redact
 
 from . import edits
-from .atomic import read_state, replace_file, write_lock
+from .atomic import FileState, read_state, replace_file, sweep_stale_temps, write_lock
+from .merge import union_merge
+from .names import unsafe_character
 from .recent import recent_files
 from .results import Operation, RecentFile, WriteResult
 from .targets import DAILY_FORMAT, ensure_parent, resolve_write_path, target_path
@@ -40,8 +43,6 @@ log = lazy_logger(__name__)
 
 LOCK_FILE_NAME = "memory-write.lock"
 """The lock file, in the workspace's index directory."""
-
-_CHANGED_FILE_RETRIES = 3
 
 Edit = Callable[[str, bool], tuple[edits.Edit, bool]]
 """An edit of the file's text; gets whether the file exists, returns the edit and whether
@@ -94,7 +95,7 @@ class MemoryWriter:
         starts with a ``# <name>`` title (``# YYYY-MM-DD`` for the daily file).
         """
         note = self._checked_text(text, "text")
-        title = redact(heading) if heading is not None else None
+        title = _checked_heading(heading) if heading is not None else None
         redacted = note != text or title != heading
         if file is not None:
             target = target_path(file)
@@ -181,21 +182,10 @@ class MemoryWriter:
         self, operation: Operation, target: str, written: str, edit: Edit, redacted: bool
     ) -> WriteResult:
         real, display = resolve_write_path(self.workspace, target)
-        with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
-            for attempt in range(_CHANGED_FILE_RETRIES):
-                state = read_state(real)
-                change, heading_created = edit(
-                    state.data.decode("utf-8", "surrogateescape"), state.exists
-                )
-                data = change.text.encode("utf-8", "surrogateescape")
-                if not state.exists:
-                    ensure_parent(self.workspace, real, display)
-                try:
-                    replace_file(real, data, state)
-                    break
-                except WriteRefusedError as exc:
-                    if exc.reason != "busy" or attempt == _CHANGED_FILE_RETRIES - 1:
-                        raise
+        timeout = self.settings.write.lock_timeout_seconds
+        with write_lock(self.lock_file, timeout):
+            sweep_stale_temps(real.parent)
+            state, change, heading_created, data = self._replaced(real, display, edit, timeout)
         indexed, index_error = self._sync()
         return WriteResult(
             path=display,
@@ -211,6 +201,42 @@ class MemoryWriter:
             index_error=index_error,
         )
 
+    def _replaced(
+        self, real: Path, display: str, edit: Edit, timeout: float
+    ) -> tuple[FileState, edits.Edit, bool, bytes]:
+        """Apply ``edit`` to the file, again on what another editor wrote meanwhile.
+
+        A file that changed before the rename is read again and edited anew (until
+        ``timeout`` s have passed); bytes that reached the replaced file after its last check
+        are merged into the new file (:func:`~.merge.union_merge`), so neither side's lines
+        are lost. Returns the file as first read, the edit, whether it created the heading and
+        the bytes written.
+        """
+        deadline = time.monotonic() + timeout
+        first = state = read_state(real)
+        change, heading_created = edit(_text(state.data), state.exists)
+        data = _bytes(change.text)
+        while True:
+            if not state.exists:
+                ensure_parent(self.workspace, real, display)
+            try:
+                late = replace_file(real, data, state)
+            except WriteRefusedError as exc:
+                if exc.reason != "busy" or time.monotonic() > deadline:
+                    raise
+                first = state = read_state(real)
+                change, heading_created = edit(_text(state.data), state.exists)
+                data = _bytes(change.text)
+                continue
+            if late is None:
+                return first, change, heading_created, data
+            log.info("memwell: %s changed during the write; merging its new lines", display)
+            current = read_state(real)
+            change, heading_created = edit(_text(late), True)
+            rebased = _bytes(change.text)
+            data = rebased if current.data == data else union_merge(data, current.data, rebased)
+            state = current
+
     def _sync(self) -> tuple[bool, str | None]:
         try:
             self.manager.sync(reason="write")
@@ -219,6 +245,28 @@ class MemoryWriter:
             log.warning("memwell: written, but the index sync failed: %s", error)
             return False, error
         return True, None
+
+
+def _checked_heading(heading: str) -> str:
+    """``heading`` redacted; refused when it holds a character that could break its line."""
+    if not isinstance(heading, str):
+        raise WriteRefusedError("heading must be a string", reason="invalid")
+    unsafe = unsafe_character(heading)
+    if unsafe is not None:
+        raise WriteRefusedError(
+            f"heading contains {unsafe}; a heading is one line without control or "
+            "bidirectional characters",
+            reason="invalid",
+        )
+    return redact(heading)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def writer(
