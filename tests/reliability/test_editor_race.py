@@ -9,14 +9,18 @@ after a deadline, and the test after a fixed number of writes.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from memwell.config import MemwellSettings
 from memwell.factory import close_all, open_memory
-from memwell.writing import MemoryWriter
+from memwell.writing import MemoryWriter, atomic
 from reliability_helpers import write_files
 
 EDITOR = textwrap.dedent(
@@ -42,10 +46,7 @@ def test_no_editor_line_and_no_memwell_note_is_lost(tmp_path: Path) -> None:
     write_files(workspace, {"MEMORY.md": "# Memory\n\n## Notes\n\nfirst note\n\n## Log\n\n"})
     memory_md = workspace / "MEMORY.md"
     stop = tmp_path / "stop"
-    settings = MemwellSettings.model_validate(
-        {"provider": "none", "sync": {"watch": False, "on_search": False}}
-    )
-    writer = MemoryWriter(open_memory(workspace, settings=settings), workspace, settings)
+    writer = _writer(workspace)
     editor = subprocess.Popen(
         [sys.executable, "-c", EDITOR, str(memory_md), str(stop)],
         stdout=subprocess.PIPE,
@@ -71,3 +72,49 @@ def test_no_editor_line_and_no_memwell_note_is_lost(tmp_path: Path) -> None:
     assert sorted(editor_lines) == sorted(f"editor line {n}" for n in range(written))
     assert sorted(notes) == sorted(f"memwell note {n}" for n in range(NOTES))
     assert lines.count("## Notes") == 1 and lines.count("## Log") == 1
+
+
+def _writer(workspace: Path) -> MemoryWriter:
+    settings = MemwellSettings.model_validate(
+        {"provider": "none", "sync": {"watch": False, "on_search": False}}
+    )
+    return MemoryWriter(open_memory(workspace, settings=settings), workspace, settings)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        # An editor appends in the window between the writer's last check and its rename.
+        (lambda f: f.write_text(f.read_text() + "editor line\n"), "editor line"),
+        # An editor rewrites a line in place (same inode) in that window.
+        (lambda f: f.write_text(f.read_text().replace("first note", "FIRST NOTE")), "FIRST NOTE"),
+    ],
+)
+def test_an_edit_between_the_check_and_the_rename_is_kept(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Callable[[Path], object],
+    expected: str,
+) -> None:
+    workspace = tmp_path / "ws"
+    write_files(workspace, {"MEMORY.md": "# Memory\n\n## Notes\n\nfirst note\n\n## Log\n\n"})
+    memory_md = workspace / "MEMORY.md"
+    writer = _writer(workspace)
+    real_rename = os.rename
+    edits: list[str] = []
+
+    def rename_after_an_edit(src: str, dst: str, **kwargs: Any) -> None:
+        if not edits and dst == "MEMORY.md":
+            edits.append(dst)
+            edit(memory_md)  # in place: the file the writer checked is the one changed
+        real_rename(src, dst, **kwargs)
+
+    monkeypatch.setattr(atomic.os, "rename", rename_after_an_edit)
+    try:
+        result = writer.append("memwell note", heading="Notes")
+    finally:
+        close_all()
+    text = memory_md.read_text()
+    assert edits and expected in text
+    assert text.count("memwell note") == 1 and text.count("## Notes") == 1
+    assert text.splitlines()[result.start_line - 1] == "memwell note"

@@ -2,16 +2,16 @@
 
 :func:`replace_file` writes a temporary file in the target's directory, fsyncs it, renames
 it over the target and fsyncs the directory, so a reader or a crash sees the old bytes or the
-new ones, never a mix. Right before the rename it compares the file with what was read
-(device, inode, size, mtime_ns and the bytes themselves) and refuses to replace a file that
-changed (another editor saved it), so the caller can read again and redo its edit. An editor
-that does not take memwell's lock can still write between that check and the rename; POSIX
-has no compare-and-swap rename, so the replaced file is read once more through a descriptor
-opened before the rename, and its bytes are returned when they changed after the read: the
-caller merges them in (:mod:`memwell.writing.merge`). A new file is linked into place, which
-fails rather than replace a file that appeared meanwhile. :func:`write_lock` is an
-``fcntl.flock`` lock on a file in the index directory, held across the read-modify-write so
-two memwell writers (threads or processes) never lose each other's appends.
+new ones, never a mix. Right before the rename it checks, through a descriptor, that the file
+is the one that was read (device and inode) and still holds the bytes read; if another editor
+replaced it or changed those bytes, it refuses, so the caller reads again and redoes its edit.
+Bytes an editor appended meanwhile (a shell ``>>``, a logger; they may land up to the rename,
+as POSIX has no compare-and-swap rename) are read back through that descriptor after the
+rename and returned, and the caller carries them over (:func:`append_bytes`, or a merge) so
+no editor line is lost. A new file is linked into place, which fails rather than replace a
+file that appeared meanwhile. :func:`write_lock` is an ``fcntl.flock`` lock on a file in the
+index directory, held across the read-modify-write so two memwell writers (threads or
+processes) never lose each other's appends.
 """
 
 from __future__ import annotations
@@ -139,9 +139,24 @@ def _open_current(name: str, dir_fd: int) -> int | None:
         return None
 
 
-def _unchanged(fd: int, previous: FileState) -> bool:
-    """Whether the open file is still the one ``previous`` read, with the same bytes."""
-    return _identity(os.fstat(fd)) == previous.identity and _read_all(fd) == previous.data
+def _only_appended(fd: int, previous: FileState) -> bool:
+    """Whether the open file is the one ``previous`` read (same device and inode) and holds
+    its bytes, unchanged or with more appended (those are carried over after the rename)."""
+    if _identity(os.fstat(fd))[:2] != (previous.identity or ())[:2]:
+        return False
+    return _read_all(fd).startswith(previous.data)
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` in place (``O_APPEND``, so no other appender is overwritten)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_temp(name: str, dir_fd: int, data: bytes, mode: int | None) -> None:
@@ -179,9 +194,10 @@ def replace_file(path: Path, data: bytes, previous: FileState) -> bytes | None:
     permission bits.
 
     :returns: ``None``, or the bytes the replaced file held after the rename when another
-        process wrote to it between the last check and the rename (they are not in ``data``).
+        process wrote to it after ``previous`` was read (what it wrote is not in ``data``).
     :raises WriteRefusedError: ``reason="exists"`` when ``previous`` saw no file and one
-        appeared, ``reason="busy"`` when the file changed since it was read.
+        appeared, ``reason="busy"`` when the file was replaced or its bytes changed (other
+        than by an append) since it was read.
     """
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     temp = temp_name(path.name)
@@ -195,7 +211,7 @@ def replace_file(path: Path, data: bytes, previous: FileState) -> bytes | None:
         if old is None:
             raise WriteRefusedError(f"{path.name} changed while writing", reason="busy")
         try:
-            if not _unchanged(old, previous):
+            if not _only_appended(old, previous):
                 raise WriteRefusedError(f"{path.name} changed while writing", reason="busy")
             os.rename(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             os.fsync(dir_fd)

@@ -32,7 +32,14 @@ from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 from memwell.sources.redact import redact
 
 from . import edits
-from .atomic import FileState, read_state, replace_file, sweep_stale_temps, write_lock
+from .atomic import (
+    FileState,
+    append_bytes,
+    read_state,
+    replace_file,
+    sweep_stale_temps,
+    write_lock,
+)
 from .merge import union_merge
 from .names import unsafe_character
 from .recent import recent_files
@@ -206,10 +213,11 @@ class MemoryWriter:
     ) -> tuple[FileState, edits.Edit, bool, bytes]:
         """Apply ``edit`` to the file, again on what another editor wrote meanwhile.
 
-        A file that changed before the rename is read again and edited anew (until
-        ``timeout`` s have passed); bytes that reached the replaced file after its last check
-        are merged into the new file (:func:`~.merge.union_merge`), so neither side's lines
-        are lost. Returns the file as first read, the edit, whether it created the heading and
+        A file replaced or rewritten before the rename is read again and edited anew (until
+        ``timeout`` s have passed). Bytes another process wrote to the replaced file after it
+        was read are carried over: appended bytes are appended to the new file, any other
+        change is merged into it (:func:`~.merge.union_merge`), so neither side's lines are
+        lost. Returns the file as first read, the edit, whether it created the heading and
         the bytes written.
         """
         deadline = time.monotonic() + timeout
@@ -230,7 +238,10 @@ class MemoryWriter:
                 continue
             if late is None:
                 return first, change, heading_created, data
-            log.info("memwell: %s changed during the write; merging its new lines", display)
+            log.info("memwell: %s changed during the write; keeping its new lines", display)
+            if late.startswith(state.data):
+                append_bytes(real, late[len(state.data) :])
+                return first, change, heading_created, data
             current = read_state(real)
             change, heading_created = edit(_text(late), True)
             rebased = _bytes(change.text)
