@@ -87,7 +87,7 @@ def _check_booleans(value: Any, info: msgspec_inspect.Type, where: str) -> None:
             if key in types:
                 _check_booleans(item, types[key], f"{where}.{key}")
     elif isinstance(info, inspect.DictType) and isinstance(value, dict):
-        for key, item in value.items():
+        for item in value.values():
             _check_booleans(item, info.value_type, f"{where}[...]")
     elif isinstance(info, (inspect.ListType, inspect.VarTupleType)) and isinstance(value, list):
         for number, item in enumerate(value):
@@ -120,7 +120,9 @@ def _check_pydantic_booleans(model: Any, data: Any, source: str, prefix: str) ->
             continue
         value, annotation = data[key], field.annotation
         kinds = typing.get_args(annotation) or (annotation,)
-        nested = [kind for kind in kinds if isinstance(kind, type) and hasattr(kind, "model_fields")]
+        nested = [
+            kind for kind in kinds if isinstance(kind, type) and hasattr(kind, "model_fields")
+        ]
         if isinstance(value, str) and bool in kinds and str not in kinds:
             dotted = f"{prefix}{key}"
             raise ConfigError(

@@ -14,6 +14,7 @@ import string
 from pathlib import Path
 
 import pytest
+from conftest import OpenFn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memwell.config import MemwellSettings
@@ -23,15 +24,15 @@ from memwell.sources.redact import SECRET_KINDS, redact
 from memwell.sources.sessions import parse_session_jsonl
 from memwell.writing import MemoryWriter
 
-from conftest import OpenFn
-
 ALNUM = string.ascii_letters + string.digits
 URL_SAFE = ALNUM + "-_"
 BASE64 = ALNUM + "+/"
 
 
 def chars(alphabet: str, size: int, max_size: int | None = None) -> st.SearchStrategy[str]:
-    return st.text(alphabet=alphabet, min_size=size, max_size=size if max_size is None else max_size)
+    return st.text(
+        alphabet=alphabet, min_size=size, max_size=size if max_size is None else max_size
+    )
 
 
 def b64url_json(fields: st.SearchStrategy[dict[str, str]]) -> st.SearchStrategy[str]:

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import OpenFn
 from memwell.cli.main import cli
 from memwell.config import MemwellSettings
 from memwell.errors import PathNotAllowedError, WriteRefusedError
 from memwell.writing import MemoryWriter
 from memwell.writing.agent_tools import memory_write
 from memwell.writing.atomic import STALE_TEMP_SECONDS
-
-from conftest import OpenFn
 
 KILLED_WRITER = textwrap.dedent(
     """

@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from config_helpers import tiny_backend_registry
 from memwell.config import load_settings
@@ -59,22 +60,22 @@ class DataclassConfig:
 
 class StructConfig(Record, forbid_unknown_fields=True):
     verbose: bool = False
-    tags: dict[str, bool] = {}
+    tags: dict[str, bool] = msgspec.field(default_factory=dict)
 
 
 @pytest.mark.parametrize("model", [DataclassConfig, StructConfig])
 def test_plugin_sections_refuse_strings_for_booleans(tmp_path: Path, model: Any) -> None:
     ws = workspace_with(tmp_path, '[backends.tiny]\nverbose = "yes"\n')
     with pytest.raises(ConfigError, match="true or false") as refused:
-        load_settings(
-            ws, user_config=NO_USER, environ={}, registry=tiny_backend_registry(model)
-        )
+        load_settings(ws, user_config=NO_USER, environ={}, registry=tiny_backend_registry(model))
     assert refused.value.key == "backends.tiny.verbose"
 
 
 def test_a_string_stays_allowed_where_the_field_takes_one(tmp_path: Path) -> None:
     ws = workspace_with(tmp_path, '[backends.tiny]\nlabel = "no"\n')
-    load_settings(ws, user_config=NO_USER, environ={}, registry=tiny_backend_registry(DataclassConfig))
+    load_settings(
+        ws, user_config=NO_USER, environ={}, registry=tiny_backend_registry(DataclassConfig)
+    )
 
 
 def test_pydantic_plugin_sections_refuse_strings_for_booleans(tmp_path: Path) -> None:

@@ -27,7 +27,9 @@ from memwell.writing.names import check_file_name, unsafe_character
 
 FENCES = ["```", "~~~", "````", "```python", "  ```", "~~~~"]
 TOKENS = ["a", "b", " ", "#", "## ", "# ", "### ", "x", "-", "`", "~", "\t", "é", "<!--"]
-line = st.one_of(st.sampled_from(FENCES), st.lists(st.sampled_from(TOKENS), max_size=5).map("".join))
+line = st.one_of(
+    st.sampled_from(FENCES), st.lists(st.sampled_from(TOKENS), max_size=5).map("".join)
+)
 bodies = st.lists(line, max_size=10).map("\n".join)
 notes = bodies.filter(lambda text: text.strip() != "")
 heading_text = st.text(

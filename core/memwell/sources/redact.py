@@ -105,7 +105,10 @@ SECRET_KINDS: tuple[tuple[str, str], ...] = (
     ),
     ("Bearer token", rf"{_WORD_START}Bearer\s+(?P<tok>[{_BEARER_CHARS}]{{18,}})"),
     # JSON Web Tokens: base64url JSON header ("eyJ"), payload and (possibly empty) signature.
-    ("JWT", rf"{_WORD_START}(?P<tok>(?-i:eyJ)[{_URL_SAFE}]{{8,}}\.[{_URL_SAFE}]{{4,}}\.[{_URL_SAFE}]*)"),
+    (
+        "JWT",
+        rf"{_WORD_START}(?P<tok>(?-i:eyJ)[{_URL_SAFE}]{{8,}}\.[{_URL_SAFE}]{{4,}}\.[{_URL_SAFE}]*)",
+    ),
     # Well-known token prefixes.
     ("OpenAI-style sk-", _prefixed("sk-", _URL_SAFE, 8)),
     ("Stripe", _prefixed("(?:sk|rk)_(?:live|test)_", "A-Za-z0-9", 10)),

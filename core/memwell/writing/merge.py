@@ -22,9 +22,7 @@ def _hunks(base: list[bytes], side: list[bytes]) -> list[_Hunk]:
     """``(start, end, replacement)``: base lines ``start:end`` became ``replacement``."""
     matcher = SequenceMatcher(None, base, side, autojunk=False)
     return [
-        (i1, i2, side[j1:j2])
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
+        (i1, i2, side[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
     ]
 
 
@@ -63,9 +61,13 @@ def union_merge(base: bytes, ours: bytes, theirs: bytes) -> bytes:
             for which in (0, 1)
             if any(side == which for *_, side in group)
         ]
-        out += versions[0] if len(versions) == 1 or versions[0] == versions[1] else [
-            *versions[0],
-            *versions[1],
-        ]
+        out += (
+            versions[0]
+            if len(versions) == 1 or versions[0] == versions[1]
+            else [
+                *versions[0],
+                *versions[1],
+            ]
+        )
         cursor = end
     return b"".join(out + lines[cursor:])

@@ -18,7 +18,9 @@ from memwell.sources.redact import redact
 
 from .atomic import TEMP_NAME_EXTRA_BYTES
 
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 _BREAKING_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 _WINDOWS_RESERVED = frozenset(
     ["CON", "PRN", "AUX", "NUL"]
