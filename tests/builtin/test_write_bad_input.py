@@ -14,14 +14,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import OpenFn
 from memwell.cli.main import cli
 from memwell.config import MemwellSettings
 from memwell.errors import PathNotAllowedError, WriteRefusedError
+from memwell.manager import MemorySearchManager
 from memwell.writing import MemoryWriter
 from memwell.writing.agent_tools import memory_write
 from memwell.writing.atomic import STALE_TEMP_SECONDS
@@ -50,6 +51,8 @@ KILLED_WRITER = textwrap.dedent(
     writer.append("the killed note", file="MEMORY.md")
     """
 )
+
+OpenFn = Callable[..., MemorySearchManager]
 
 
 @pytest.fixture

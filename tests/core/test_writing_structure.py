@@ -24,6 +24,7 @@ from memwell.writing.edits import (
     append_under_heading,
 )
 from memwell.writing.names import check_file_name, unsafe_character
+from test_writing_edits import _is_one_insertion
 
 FENCES = ["```", "~~~", "````", "```python", "  ```", "~~~~"]
 TOKENS = ["a", "b", " ", "#", "## ", "# ", "### ", "x", "-", "`", "~", "\t", "é", "<!--"]
@@ -139,13 +140,3 @@ def _section(before: list[tuple[int, str]], heading: str) -> tuple[int, str]:
     wanted = _normalise(title)
     found = next((h for h in before if _normalise(h[1]) == wanted), None)
     return found if found is not None else (level or 2, title)
-
-
-def _is_one_insertion(original: str, edited: str) -> bool:
-    head = 0
-    while head < len(original) and original[head] == edited[head]:
-        head += 1
-    tail = 0
-    while tail < len(original) - head and original[-1 - tail] == edited[-1 - tail]:
-        tail += 1
-    return head + tail == len(original) and len(edited) > len(original)

@@ -151,12 +151,17 @@ def append_bytes(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` in place (``O_APPEND``, so no other appender is overwritten)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` and fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 def _write_temp(name: str, dir_fd: int, data: bytes, mode: int | None) -> None:
@@ -164,10 +169,7 @@ def _write_temp(name: str, dir_fd: int, data: bytes, mode: int | None) -> None:
     try:
         if mode is not None:
             os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        _write_all(fd, data)
     finally:
         os.close(fd)
 

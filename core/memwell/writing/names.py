@@ -50,6 +50,12 @@ def check_file_name(name: str) -> None:
             f"path not allowed: the name contains {unsafe}; control, line-break and "
             "bidirectional characters are refused in file names"
         )
+    masked = redact(name)
+    if masked != name:
+        raise PathNotAllowedError(
+            f"path not allowed: the name looks like a secret ({masked}); file names are "
+            "indexed and shown unredacted, so choose a name without it"
+        )
     limit = NAME_MAX_BYTES - TEMP_NAME_EXTRA_BYTES
     for part in name.replace("\\", "/").split("/"):
         if part.split(".", 1)[0].strip().upper() in _WINDOWS_RESERVED:
@@ -62,9 +68,3 @@ def check_file_name(name: str) -> None:
                 f"path not allowed: a file or directory name is {size} bytes; "
                 f"the limit is {limit} bytes"
             )
-    masked = redact(name)
-    if masked != name:
-        raise PathNotAllowedError(
-            f"path not allowed: the name looks like a secret ({masked}); file names are "
-            "indexed and shown unredacted, so choose a name without it"
-        )
