@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 CONFIG_FILENAME = "memwell.toml"
 Source = Literal["memory", "sessions"]
 ENV_PREFIX = "MEMWELL_"
+ENV_SOURCE_PREFIX = "environment variable "
 #: ``MEMWELL_*`` variables that are not configuration keys.
 NON_CONFIG_ENV = frozenset(
     {
@@ -376,7 +377,7 @@ def env_layer(environ: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
         value: Any = _parse_env_value(environ[name])
         for part in reversed(parts):
             value = {part: value}
-        layers.append((value, f"environment variable {name}"))
+        layers.append((value, f"{ENV_SOURCE_PREFIX}{name}"))
     return layers
 
 
@@ -392,7 +393,7 @@ def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_plugin_sections(
-    layer: Mapping[str, Any], source: str, registry: "PluginRegistry | None"
+    layer: Mapping[str, Any], source: str, registry: "PluginRegistry | None", from_text: bool
 ) -> None:
     if registry is None:
         return
@@ -418,7 +419,38 @@ def _check_plugin_sections(
             for spec in specs:
                 if spec.config_model is None:
                     continue
-                validate_config(spec.config_model, section, source, prefix=f"{table}.{name}.")
+                validate_config(
+                    spec.config_model,
+                    section,
+                    source,
+                    prefix=f"{table}.{name}.",
+                    from_text=from_text,
+                )
+
+
+WORKSPACE_PATH_KEYS = ("index_dir",)
+"""Keys naming a directory memwell writes, which a workspace's own file must keep inside it."""
+
+
+def _check_inside_workspace(data: Mapping[str, Any], workspace: Path, source: str) -> None:
+    """A workspace's ``memwell.toml`` may not send memwell's writes outside the workspace.
+
+    The user's config file, ``MEMWELL_*`` variables and flags may (they are the user's own).
+    """
+    root = os.path.realpath(workspace)
+    for key in WORKSPACE_PATH_KEYS:
+        value = data.get(key)
+        if not isinstance(value, str):
+            continue
+        target = os.path.realpath(os.path.join(root, value))
+        if os.path.isabs(value) or os.path.commonpath([root, target]) != root:
+            raise ConfigError(
+                f"invalid value for config key {key!r} in {source}: {value!r} is outside the "
+                "workspace, and a workspace's memwell.toml may only name a directory inside it "
+                f"(set it in {user_config_path()}, MEMWELL_{key.upper()} or a flag instead)",
+                key=key,
+                source=source,
+            )
 
 
 def load_settings(
@@ -441,6 +473,7 @@ def load_settings(
     :raises ConfigError: naming the key and the file of the first problem.
     """
     layers: list[tuple[dict[str, Any], str]] = []
+    workspace_file: str | None = None
     user = user_config or user_config_path()
     if user.is_file():
         layers.append((_read_toml(user), str(user)))
@@ -451,14 +484,18 @@ def load_settings(
     elif workspace is not None and (workspace / CONFIG_FILENAME).is_file():
         path = workspace / CONFIG_FILENAME
         layers.append((_read_toml(path), str(path)))
+        workspace_file = str(path)
     layers.extend(env_layer(os.environ if environ is None else environ))
     if overrides:
         layers.append((dict(overrides), "explicit settings"))
 
     merged: dict[str, Any] = {}
     for data, source in layers:
-        validate_config(MemwellSettings, data, source)
-        _check_plugin_sections(data, source, registry)
+        from_text = source.startswith(ENV_SOURCE_PREFIX)
+        validate_config(MemwellSettings, data, source, from_text=from_text)
+        _check_plugin_sections(data, source, registry, from_text)
+        if workspace is not None and source == workspace_file:
+            _check_inside_workspace(data, workspace, source)
         merged = deep_merge(merged, data)
     return validate_config(MemwellSettings, merged, "the merged configuration")
 

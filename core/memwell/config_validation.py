@@ -5,10 +5,11 @@ A model is a :mod:`msgspec` struct (memwell's own settings are
 third-party plugins, a pydantic model: pydantic then validates it. This module never imports
 pydantic; a pydantic model's plugin has imported it already.
 
-Strings are converted where a number or a boolean is expected, with the forms pydantic's lax
-mode accepted (``" 7 "``, ``"1_000"``, ``"yes"``/``"off"``...), so ``MEMWELL_*`` variables
-work; a string stays a string where the field is one (a numeric-looking model name or key).
-Non-finite floats are refused.
+Strings are converted where a number is expected, with the forms pydantic's lax mode accepted
+(``" 7 "``, ``"1_000"``), and, in values that came as text (``MEMWELL_*`` variables), where a
+boolean is expected (``"yes"``/``"off"``...); a config file's booleans must be real booleans
+(``enabled = "no"`` is refused, in every section and plugin section). A string stays a string
+where the field is one (a numeric-looking model name or key). Non-finite floats are refused.
 """
 
 from __future__ import annotations
@@ -46,24 +47,92 @@ def field_error(name: str, reason: str) -> ValueError:
     return ValueError(f"`{name}`: {reason}")
 
 
-def validate_config(model: type[_T], data: Any, source: str, prefix: str = "") -> _T:
+def validate_config(
+    model: type[_T], data: Any, source: str, prefix: str = "", *, from_text: bool = True
+) -> _T:
     """``data`` validated by ``model`` (a msgspec struct, a dataclass or a pydantic model).
 
     :param source: the file, environment variable or ``"explicit settings"`` the data came from.
     :param prefix: the dotted key of ``data`` in the whole configuration (``"backends.x."``).
+    :param from_text: the values came as text (an environment variable), so a string may
+        stand for a boolean; ``False`` for a config file, whose booleans must be booleans.
     :raises ConfigError: naming the key and ``source`` of the first problem.
     """
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and issubclass(model, pydantic.BaseModel):
+        if not from_text:
+            _check_pydantic_booleans(model, data, source, prefix)
         try:
             validated: _T = model.model_validate(data)  # type: ignore[attr-defined]
         except pydantic.ValidationError as exc:
             _raise_pydantic(exc, source, prefix)
         return validated
     try:
+        if not from_text:
+            from msgspec import inspect
+
+            _check_booleans(data, inspect.type_info(model), "$")
         return convert(model, data)
     except msgspec.ValidationError as exc:
         raise _config_error(str(exc), model, data, source, prefix) from None
+
+
+def _check_booleans(value: Any, info: msgspec_inspect.Type, where: str) -> None:
+    """Refuse a string where only a boolean fits (msgspec's lax mode would take ``"false"``)."""
+    from msgspec import inspect
+
+    if isinstance(info, (inspect.StructType, inspect.DataclassType)) and isinstance(value, dict):
+        types = {field.encode_name: field.type for field in info.fields}
+        for key, item in value.items():
+            if key in types:
+                _check_booleans(item, types[key], f"{where}.{key}")
+    elif isinstance(info, inspect.DictType) and isinstance(value, dict):
+        for item in value.values():
+            _check_booleans(item, info.value_type, f"{where}[...]")
+    elif isinstance(info, (inspect.ListType, inspect.VarTupleType)) and isinstance(value, list):
+        for number, item in enumerate(value):
+            _check_booleans(item, info.item_type, f"{where}[{number}]")
+    elif isinstance(info, inspect.UnionType) and isinstance(value, (dict, list)):
+        for member in info.types:
+            _check_booleans(value, member, where)
+    elif isinstance(value, str) and _only_boolean(info):
+        raise msgspec.ValidationError(f"Expected `bool`, got `str` - at `{where}`")
+
+
+def _only_boolean(info: msgspec_inspect.Type) -> bool:
+    from msgspec import inspect
+
+    kinds = info.types if isinstance(info, inspect.UnionType) else (info,)
+    return any(isinstance(kind, inspect.BoolType) for kind in kinds) and not any(
+        isinstance(kind, (inspect.StrType, inspect.LiteralType)) for kind in kinds
+    )
+
+
+def _check_pydantic_booleans(model: Any, data: Any, source: str, prefix: str) -> None:
+    """A pydantic model's boolean fields given a string in a config file: refused."""
+    import typing
+
+    if not isinstance(data, dict):
+        return
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in data:
+            continue
+        value, annotation = data[key], field.annotation
+        kinds = typing.get_args(annotation) or (annotation,)
+        nested = [
+            kind for kind in kinds if isinstance(kind, type) and hasattr(kind, "model_fields")
+        ]
+        if isinstance(value, str) and bool in kinds and str not in kinds:
+            dotted = f"{prefix}{key}"
+            raise ConfigError(
+                f"invalid value for config key {dotted!r} in {source}: "
+                f"Expected true or false, got {value!r}",
+                key=dotted,
+                source=source,
+            )
+        for kind in nested:
+            _check_pydantic_booleans(kind, value, source, f"{prefix}{key}.")
 
 
 def convert(model: type[_T], data: Any) -> _T:

@@ -63,6 +63,13 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
         "url_password": token(rng, 16),
         "ado_password": token(rng, 14),
         "phrase_password": token(rng, 13),
+        "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJ" + token(rng, 40) + "." + token(rng, 43),
+        "gitlab": "glpat-" + token(rng, 20),
+        "sendgrid": "SG." + token(rng, 22) + "." + token(rng, 43),
+        "basic": token(rng, 32) + "==",
+        "mysql": token(rng, 14),
+        "digitalocean": "dop_v1_" + token(rng, 64, "0123456789abcdef"),
+        "prose_secret": token(rng, 40, string.ascii_letters + string.digits + "/+"),
     }
     carriers = {
         "openai": f"my key is {values['openai']} keep it safe",
@@ -86,6 +93,13 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
         "url_password": f"db at postgres://app:{values['url_password']}@db.internal:5432/app",
         "ado_password": f"Server=db;Database=app;User Id=sa;Password={values['ado_password']};",
         "phrase_password": f"my password is {values['phrase_password']} for the vault",
+        "jwt": f"the cookie was {values['jwt']} yesterday",
+        "gitlab": f"mirror token {values['gitlab']} expires soon",
+        "sendgrid": f"mail key {values['sendgrid']} is live",
+        "basic": f"curl -H 'Authorization: Basic {values['basic']}' https://api",
+        "mysql": f"mysql -h db -u root -p{values['mysql']} app",
+        "digitalocean": f"doctl auth init -t {values['digitalocean']}",
+        "prose_secret": f"the secret access key for prod is {values['prose_secret']} ok",
     }
     return {values[k]: carriers[k] for k in values}
 

@@ -8,13 +8,15 @@ them from words. :func:`redact` is idempotent: a value that already has the mask
 (``***`` or 6 characters, ``…``, 4 characters) is left as it is, and the patterns are
 re-applied until nothing changes, because masking one match can expose another.
 
-Families: ENV-style assignments, JSON fields and CLI flags named like a key, token, secret or
-password; ``Authorization``/``Bearer`` tokens; PEM private keys; AWS access key ids
-(``AKIA``/``ASIA``/...) and secret keys (40 base64 characters near "aws ... secret");
-GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), OpenAI-style
-``sk-``, Stripe (``sk_live_``, ``rk_live_``, ``sk_test_``, ...), Slack, Groq, Google,
-Perplexity, npm and Telegram tokens; ``scheme://user:password@host``; ``Password=...;`` and
-``Pwd=...`` in ADO/JDBC/ODBC strings and ``password=`` URL parameters.
+Families (the table :data:`SECRET_KINDS` names each): ENV-style assignments, JSON fields and
+CLI flags named like a key, token, secret or password; ``Authorization: Bearer|Basic|Token``
+credentials and bare ``Bearer`` tokens; PEM private keys; JSON Web Tokens; AWS access key ids
+(``AKIA``/``ASIA``/...) and secret keys (40 base64 characters after the word "secret");
+GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``), GitLab
+(``glpat-``...), OpenAI-style ``sk-``, Stripe (``sk_live_``, ``rk_live_``, ``sk_test_``, ...),
+SendGrid (``SG.``), DigitalOcean (``dop_v1_``...), Slack, Groq, Google, Perplexity, npm and
+Telegram tokens; ``scheme://user:password@host``; ``Password=...;`` and ``Pwd=...`` in
+ADO/JDBC/ODBC strings, ``password=`` URL parameters and ``mysql -p<password>``.
 """
 
 from __future__ import annotations
@@ -53,50 +55,90 @@ def _prefixed(prefix: str, body: str, min_len: int) -> str:
     return rf"{_WORD_START}(?P<tok>{prefix}[{body}]{{{min_len},}})"
 
 
-_PATTERNS = tuple(
-    lazy_pattern(pattern, re.IGNORECASE)
-    for pattern in (
-        # Passwords in URLs (scheme://user:password@host) and connection strings
-        # (ADO/ODBC "Password=...;", "Pwd=...", JDBC/URL "?password=...&").
-        r"[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<pw>[^\s@/]+)@",
+_AUTH_CHARS = _BEARER_CHARS + "/"
+_URL_SAFE = r"A-Za-z0-9_\-"
+
+#: Each kind of secret and the pattern that finds it, applied in this order. A pattern masks
+#: its ``pw`` group as ``***``, its ``word`` group likewise unless it is prose, or its ``tok``
+#: group keeping the ends.
+SECRET_KINDS: tuple[tuple[str, str], ...] = (
+    # Passwords in URLs (scheme://user:password@host) and connection strings
+    # (ADO/ODBC "Password=...;", "Pwd=...", JDBC/URL "?password=...&").
+    ("url password", r"[a-z][a-z0-9+.\-]*://[^\s:/@]*:(?P<pw>[^\s@/]+)@"),
+    (
+        "connection-string password",
         r"(?:(?<=[;?&\s\"'])|^)(?:password|pwd)\s*=\s*"
         r"(?P<pw>[^;&\s\"'](?:[^;&\r\n\"']*[^;&\s\"'])?(?=\s*;)|[^;&\s\"']+)",
-        # "my password is hunter2", "the passphrase for the vault was 'x y'".
+    ),
+    # mysql -p<password> (also mysqldump, mysqladmin...); "-p" alone prompts and is kept.
+    (
+        "mysql -p password",
+        r"\bmysql[a-z_]*(?:[ \t]+\S+)*?[ \t]+(?-i:-p)(?P<q>[\"']?)"
+        r"(?P<pw>(?<=[\"'])[^\"'\r\n]+(?=[\"'])|[^\s\"']+)(?P=q)",
+    ),
+    # "my password is hunter2", "the passphrase for the vault was 'x y'".
+    (
+        "password in prose",
         r"\b(?:password|passphrase|passcode|passwd)(?:\s+for\s+[^\s]{1,40})?\s+(?:is|was)\s*:?\s+"
         r"(?:(?P<q>[\"'`])(?P<pw>[^\"'`\r\n]{1,100})(?P=q)|(?P<word>[^\s\"'`]+))",
-        # ENV-style assignments: FOO_API_KEY=value, password: "value", TOKEN='a b' (the first
-        # alternative recognises a connection-string password masked above).
+    ),
+    # ENV-style assignments: FOO_API_KEY=value, password: "value", TOKEN='a b' (the first
+    # alternative recognises a connection-string password masked above).
+    (
+        "key assignment",
         rf"{_WORD_START}[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?![{_WORD}])"
         r"\s*[=:]\s*(?P<q>[\"']?)"
         r"(?P<tok>\*\*\*(?=[;&])|(?<=[\"'])[^\"'\r\n\\]+(?=[\"'])|[^\s\"'\\]+)(?P=q)",
-        # JSON fields named like a secret ("apiKey", "aws_secret_access_key", "SecretAccessKey").
-        rf"\"{_SECRET_NAME}\"\s*:\s*\"(?P<tok>[^\"]+)\"",
-        # CLI flags.
+    ),
+    # JSON fields named like a secret ("apiKey", "aws_secret_access_key", "SecretAccessKey").
+    ("JSON secret field", rf"\"{_SECRET_NAME}\"\s*:\s*\"(?P<tok>[^\"]+)\""),
+    (
+        "CLI secret flag",
         r"--(?:api[-_]?key|token|secret|password|passwd)\s+(?P<q>[\"']?)(?P<tok>[^\s\"']+)(?P=q)",
-        # Authorization headers; the first alternative recognises an already masked token.
-        rf"Authorization\s*[:=]\s*Bearer\s+(?P<tok>[{_BEARER_CHARS}]{{{_KEEP_START}}}"
-        rf"{_ELLIPSIS}[{_BEARER_CHARS}]{{{_KEEP_END}}}(?![{_BEARER_CHARS}])|[{_BEARER_CHARS}]+)",
-        rf"{_WORD_START}Bearer\s+(?P<tok>[{_BEARER_CHARS}]{{18,}})",
-        # Well-known token prefixes.
-        _prefixed("sk-", r"A-Za-z0-9_\-", 8),
-        _prefixed("(?:sk|rk)_(?:live|test)_", "A-Za-z0-9", 10),
-        _prefixed("gh[pousr]_", "A-Za-z0-9", 20),
-        _prefixed("github_pat_", "A-Za-z0-9_", 20),
-        _prefixed("xox[baprs]-", r"A-Za-z0-9\-", 10),
-        _prefixed("xapp-", r"A-Za-z0-9\-", 10),
-        _prefixed("gsk_", r"A-Za-z0-9_\-", 10),
-        _prefixed("AIza", r"A-Za-z0-9_\-", 20),
-        _prefixed("pplx-", r"A-Za-z0-9_\-", 10),
-        _prefixed("npm_", "A-Za-z0-9", 10),
-        # Telegram bot tokens.
-        _prefixed("[0-9]{6,}:", r"A-Za-z0-9_\-", 20),
-        # AWS access key ids (upper case only) and secret keys named nearby.
+    ),
+    # Authorization headers; the first alternative recognises an already masked credential.
+    (
+        "Authorization header",
+        r"Authorization\s*[:=]\s*(?:Bearer|Basic|Token)\s+"
+        rf"(?P<tok>[{_AUTH_CHARS}]{{{_KEEP_START}}}{_ELLIPSIS}[{_AUTH_CHARS}]{{{_KEEP_END}}}"
+        rf"(?![{_AUTH_CHARS}])|[{_AUTH_CHARS}]+)",
+    ),
+    ("Bearer token", rf"{_WORD_START}Bearer\s+(?P<tok>[{_BEARER_CHARS}]{{18,}})"),
+    # JSON Web Tokens: base64url JSON header ("eyJ"), payload and (possibly empty) signature.
+    (
+        "JWT",
+        rf"{_WORD_START}(?P<tok>(?-i:eyJ)[{_URL_SAFE}]{{8,}}\.[{_URL_SAFE}]{{4,}}\.[{_URL_SAFE}]*)",
+    ),
+    # Well-known token prefixes.
+    ("OpenAI-style sk-", _prefixed("sk-", _URL_SAFE, 8)),
+    ("Stripe", _prefixed("(?:sk|rk)_(?:live|test)_", "A-Za-z0-9", 10)),
+    ("GitHub", _prefixed("gh[pousr]_", "A-Za-z0-9", 20)),
+    ("GitHub fine-grained", _prefixed("github_pat_", "A-Za-z0-9_", 20)),
+    ("GitLab", _prefixed("gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt)-", _URL_SAFE, 16)),
+    ("SendGrid", _prefixed(rf"SG\.[{_URL_SAFE}]{{16,}}\.", _URL_SAFE, 16)),
+    ("DigitalOcean", _prefixed("do[opr]_v1_", "A-Za-z0-9", 32)),
+    ("Slack", _prefixed("xox[baprs]-", r"A-Za-z0-9\-", 10)),
+    ("Slack app", _prefixed("xapp-", r"A-Za-z0-9\-", 10)),
+    ("Groq", _prefixed("gsk_", _URL_SAFE, 10)),
+    ("Google", _prefixed("AIza", _URL_SAFE, 20)),
+    ("Perplexity", _prefixed("pplx-", _URL_SAFE, 10)),
+    ("npm", _prefixed("npm_", "A-Za-z0-9", 10)),
+    ("Telegram bot", _prefixed("[0-9]{6,}:", _URL_SAFE, 20)),
+    # AWS access key ids (upper case only) and 40-character secrets after the word "secret"
+    # (an AWS secret access key, in an assignment or in prose).
+    (
+        "AWS access key id",
         r"(?<![A-Za-z0-9])(?P<tok>(?-i:(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])"
         r"[A-Z0-9]{16}))(?![A-Za-z0-9])",
-        rf"(?<![A-Za-z])aws[^\n]{{0,24}}?secret[^\n]{{0,24}}?(?<![{_BASE64}])(?P<tok>[{_BASE64}]{{40}})"
+    ),
+    (
+        "40-character secret",
+        rf"(?<![A-Za-z])secret[^\n]{{0,32}}?(?<![{_BASE64}])(?P<tok>[{_BASE64}]{{40}})"
         rf"(?![{_BASE64}])",
-    )
+    ),
 )
+
+_PATTERNS = tuple(lazy_pattern(pattern, re.IGNORECASE) for _, pattern in SECRET_KINDS)
 
 _PEM_BEGIN = lazy_pattern(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)
 _PEM_END = lazy_pattern(r"-----END [A-Z ]*PRIVATE KEY-----", re.IGNORECASE)

@@ -4,7 +4,9 @@ Each edit takes the file's text (decoded with ``surrogateescape``, so undecodabl
 the round trip) and returns the new text with the 1-based line range the note occupies. Only
 the inserted text and the separators it needs (a final newline, one blank line) are added;
 every other character, the BOM, front matter and the line endings stay as they were. Notes
-use the file's line ending: a CRLF file gets CRLF lines.
+use the file's line ending: a CRLF file gets CRLF lines. A note never opens a block it
+does not close: a code fence left open at its end is closed on a line of its own, so the rest
+of the file stays Markdown and its headings stay headings.
 """
 
 from __future__ import annotations
@@ -37,11 +39,16 @@ def newline_of(text: str) -> str:
 
 
 def as_block(note: str, newline: str) -> str:
-    """``note`` without leading blank lines and trailing whitespace, in ``newline`` endings."""
+    """``note`` without leading blank lines and trailing whitespace, in ``newline`` endings,
+    with a code fence it leaves open closed."""
     lines = note.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     while lines and not lines[0].strip():
         del lines[0]
-    return "\n".join(lines).rstrip().replace("\n", newline)
+    block = "\n".join(lines).rstrip()
+    _, fence = _scan(_lines(block))
+    if fence is not None:
+        block += "\n" + fence[1]
+    return block.replace("\n", newline)
 
 
 def _lines(text: str) -> list[str]:
@@ -73,18 +80,25 @@ def append(text: str, note: str) -> Edit:
 
 
 def _heading_title(heading: str) -> tuple[str, int | None]:
+    """The title and level (``None``: not given) of ``heading``, a title or an ATX heading.
+
+    A bare title is read as the heading line it would become (``x #`` is titled ``x``), so the
+    section it creates is the one the next write finds.
+    """
     match = _ATX_HEADING.match(heading.strip())
-    if match is None:
-        return heading.strip(), None
-    return (match.group(2) or "").strip(), len(match.group(1))
+    if match is not None:
+        return (match.group(2) or "").strip(), len(match.group(1))
+    as_line = _ATX_HEADING.match(f"# {heading.strip()}")
+    return ((as_line.group(2) or "") if as_line else heading).strip(), None
 
 
 def _normalise(title: str) -> str:
     return " ".join(title.split()).casefold()
 
 
-def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
-    """``(line index, level, title)`` of each ATX heading outside front matter and code fences."""
+def _scan(lines: list[str]) -> tuple[list[tuple[int, int, str]], tuple[int, str] | None]:
+    """The ATX headings outside front matter and code fences, ``(line index, level, title)``
+    each, and the fence still open at the end (``(line index, marker)``), if any."""
     found: list[tuple[int, int, str]] = []
     index = 0
     if lines and lines[0].lstrip("\ufeff").rstrip() == "---":
@@ -92,21 +106,27 @@ def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
             if lines[end].rstrip() in _FRONT_MATTER_END:
                 index = end + 1
                 break
-    fence: str | None = None
+    fence: tuple[int, str] | None = None
     for number in range(index, len(lines)):
         line = lines[number].rstrip("\r\n").lstrip("\ufeff")
         opener = _FENCE.match(line)
         if fence is not None:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+            marker = fence[1]
+            if (
+                opener
+                and opener.group(1)[0] == marker[0]
+                and len(opener.group(1)) >= len(marker)
+                and not line.strip()[len(opener.group(1)) :].strip()
+            ):
                 fence = None
             continue
         if opener:
-            fence = opener.group(1)
+            fence = (number, opener.group(1))
             continue
         match = _ATX_HEADING.match(line)
         if match:
             found.append((number, len(match.group(1)), (match.group(2) or "").strip()))
-    return found
+    return found, fence
 
 
 def _list_item_form(body: list[str]) -> str | None:
@@ -144,18 +164,27 @@ def append_under_heading(text: str, heading: str, note: str) -> tuple[Edit, bool
 
     ``heading`` is a title (``Decisions``) or an ATX heading (``### Decisions``); titles match
     case-insensitively, the first section wins, and its end is the next heading of the same
-    or a higher level. A missing heading is appended as a level-2 section (or the level given).
-    A section that ends in a list gets the note as its next item, with the list's marker.
+    or a higher level. A missing heading is appended as a level-2 section (or the level given),
+    after a line closing a code fence the file leaves open. A section that ends in a list gets
+    the note as its next item, with the list's marker.
+
+    :raises WriteRefusedError: the heading is blank, or the note holds a heading that would
+        end the section.
     """
     title, level = _heading_title(heading)
     if not title:
         raise WriteRefusedError("heading is blank", reason="blank")
     lines = _lines(text)
-    headings = _headings(lines)
+    headings, open_fence = _scan(lines)
     wanted = _normalise(title)
     found = next((h for h in headings if _normalise(h[2]) == wanted), None)
     newline = newline_of(text)
+    _check_note_headings(note, found[1] if found else level or DEFAULT_HEADING_LEVEL, title)
     if found is None:
+        # A fence the file leaves open would swallow the new section: close it first (an
+        # unclosed fence ends at the end of the document anyway).
+        if open_fence is not None:
+            text += ("" if text.endswith("\n") else newline) + open_fence[1] + newline
         marks = "#" * (level or DEFAULT_HEADING_LEVEL)
         body = as_block(note, "\n")
         section = append(text, f"{marks} {title}\n\n{body}")
@@ -180,6 +209,18 @@ def append_under_heading(text: str, heading: str, note: str) -> tuple[Edit, bool
         separated += newline
     start, end = _span(before.count("\n") + 2, block)
     return Edit(before + separated + after, start, end), False
+
+
+def _check_note_headings(note: str, level: int, title: str) -> None:
+    """Refuse a note whose own heading would end the section it is written into."""
+    headings, _ = _scan(_lines(as_block(note, "\n")))
+    ending = next((h for h in headings if h[1] <= level), None)
+    if ending is not None:
+        raise WriteRefusedError(
+            f"the note's heading {ending[2]!r} (level {ending[1]}) would end the section "
+            f"{title!r} (level {level}); use a deeper heading or write it without --heading",
+            reason="invalid",
+        )
 
 
 def replace_once(text: str, old: str, new: str) -> Edit:

@@ -22,6 +22,8 @@ from memwell.sources.discovery import (
 )
 from memwell.sources.paths import is_memory_path, resolve_read_path
 
+from .names import check_file_name
+
 DAILY_FORMAT = "%Y-%m-%d"
 """File name (without ``.md``) of the daily note, ``memory/YYYY-MM-DD.md``."""
 
@@ -32,7 +34,10 @@ def target_path(name: str) -> str:
     ``MEMORY.md`` and paths under ``memory/`` stay as they are; any other relative name is a
     topic under ``memory/`` (``projects/billing`` -> ``memory/projects/billing.md``). ``.md`` is
     added to a name without a suffix. Absolute paths are kept for the rules to judge.
+
+    :raises PathNotAllowedError: the name breaks a rule of :func:`~.names.check_file_name`.
     """
+    check_file_name(name)
     raw = name.strip().replace("\\", "/")
     if not raw:
         raise PathNotAllowedError("path required")

@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -32,8 +33,17 @@ from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
 from memwell.sources.redact import redact
 
 from . import edits
-from .atomic import FileState, read_state, replace_file, write_lock
+from .atomic import (
+    FileState,
+    append_bytes,
+    read_state,
+    replace_file,
+    sweep_stale_temps,
+    write_lock,
+)
 from .audit import Channel, append_audit, audit_line, check_channel
+from .merge import union_merge
+from .names import unsafe_character
 from .recent import recent_files
 from .results import Operation, RecentFile, Supersession, WriteResult
 from .supersede import parse_superseded
@@ -44,8 +54,6 @@ log = lazy_logger(__name__)
 
 LOCK_FILE_NAME = "memory-write.lock"
 """The lock file, in the workspace's index directory."""
-
-_CHANGED_FILE_RETRIES = 3
 
 Edit = Callable[[str, bool], tuple[edits.Edit, bool]]
 """An edit of the file's text; gets whether the file exists, returns the edit and whether
@@ -128,7 +136,7 @@ class MemoryWriter:
         lookup for this write).
         """
         note = self._checked_text(text, "text")
-        title = redact(heading) if heading is not None else None
+        title = _checked_heading(heading) if heading is not None else None
         redacted = note != text or title != heading
         if file is not None:
             target = target_path(file)
@@ -250,24 +258,24 @@ class MemoryWriter:
         """
         self.check_enabled()
         real, display = resolve_write_path(self.workspace, target_path(rel_path))
-        change: edits.Edit | None = None
-        text = ""
+        redacted = False
 
-        def produce(state: FileState) -> bytes | None:
-            nonlocal change, text
-            current = state.data.decode("utf-8", "surrogateescape") if state.exists else None
-            change = render(current)
-            if change is None or change.text == current:
-                return None
+        def edit(current: str, exists: bool) -> tuple[edits.Edit, bool]:
+            nonlocal redacted
+            change = render(current if exists else None)
+            if change is None:  # nothing to change any more: the file stays as it is
+                return edits.Edit(current, 1, 1), False
             text = redact(change.text)
-            return text.encode("utf-8", "surrogateescape")
+            redacted = text != change.text
+            return edits.Edit(text, change.start_line, change.end_line), False
 
         with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
-            written_state = self._commit(real, display, produce)
-            if written_state is None or change is None:
+            state = read_state(real)
+            first = render(_text(state.data) if state.exists else None)
+            if first is None or (state.exists and first.text == _text(state.data)):
                 return None
-            state, data = written_state
-            lines = text.split("\n")[change.start_line - 1 : change.end_line]
+            change, _, created, data = self._edit_file(real, display, edit)
+            lines = _text(data).split("\n")[change.start_line - 1 : change.end_line]
             written = "\n".join(lines)
             audit_error = self.audit(operation, display, change, written)
         return WriteResult(
@@ -277,8 +285,8 @@ class MemoryWriter:
             end_line=change.end_line,
             bytes_written=len(written.encode("utf-8", "surrogateescape")),
             file_bytes=len(data),
-            created=not state.exists,
-            redacted=text != change.text,
+            created=created,
+            redacted=redacted,
             indexed=False,
             audit_error=audit_error,
         )
@@ -338,6 +346,7 @@ class MemoryWriter:
     ) -> WriteResult:
         real, display = resolve_write_path(self.workspace, target)
         with write_lock(self.lock_file, self.settings.write.lock_timeout_seconds):
+            sweep_stale_temps(real.parent)
             change, heading_created, created, data = self._edit_file(real, display, edit)
             audit_error = self.audit(operation, display, change, written)
         indexed, index_error = self._sync()
@@ -370,41 +379,10 @@ class MemoryWriter:
         self, real: Path, display: str, edit: Edit
     ) -> tuple[edits.Edit, bool, bool, bytes]:
         """Apply ``edit`` to the file (the lock held): the edit, whether it created a heading,
-        whether it created the file, and the new bytes. A file changed under the edit by
-        another editor is read again and the edit redone."""
-        change = edits.Edit("", 1, 1)
-        heading_created = False
-
-        def produce(state: FileState) -> bytes:
-            nonlocal change, heading_created
-            current = state.data.decode("utf-8", "surrogateescape")
-            change, heading_created = edit(current, state.exists)
-            return change.text.encode("utf-8", "surrogateescape")
-
-        committed = self._commit(real, display, produce)
-        assert committed is not None  # ``produce`` always gives bytes
-        state, data = committed
+        whether it created the file, and the new bytes (see :meth:`_replaced`)."""
+        timeout = self.settings.write.lock_timeout_seconds
+        state, change, heading_created, data = self._replaced(real, display, edit, timeout)
         return change, heading_created, not state.exists, data
-
-    def _commit(
-        self, real: Path, display: str, produce: Callable[[FileState], bytes | None]
-    ) -> tuple[FileState, bytes] | None:
-        """Replace ``real`` with ``produce(its state)`` atomically (the lock held), again when
-        another writer changed it meanwhile; None when ``produce`` gives None."""
-        for attempt in range(_CHANGED_FILE_RETRIES):
-            state = read_state(real)
-            data = produce(state)
-            if data is None:
-                return None
-            if not state.exists:
-                ensure_parent(self.workspace, real, display)
-            try:
-                replace_file(real, data, state)
-                return state, data
-            except WriteRefusedError as exc:
-                if exc.reason != "busy" or attempt == _CHANGED_FILE_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _readable(self, rel_path: str) -> str | None:
         """A writable memory file's text, ``None`` for any other (extra paths are read-only)."""
@@ -512,6 +490,46 @@ class MemoryWriter:
             log.warning("memwell: written, but %s", error)
         return error
 
+    def _replaced(
+        self, real: Path, display: str, edit: Edit, timeout: float
+    ) -> tuple[FileState, edits.Edit, bool, bytes]:
+        """Apply ``edit`` to the file, again on what another editor wrote meanwhile.
+
+        A file replaced or rewritten before the rename is read again and edited anew (until
+        ``timeout`` s have passed). Bytes another process wrote to the replaced file after it
+        was read are carried over: appended bytes are appended to the new file, any other
+        change is merged into it (:func:`~.merge.union_merge`), so neither side's lines are
+        lost. Returns the file as first read, the edit, whether it created the heading and
+        the bytes written.
+        """
+        deadline = time.monotonic() + timeout
+        first = state = read_state(real)
+        change, heading_created = edit(_text(state.data), state.exists)
+        data = _bytes(change.text)
+        while True:
+            if not state.exists:
+                ensure_parent(self.workspace, real, display)
+            try:
+                late = replace_file(real, data, state)
+            except WriteRefusedError as exc:
+                if exc.reason != "busy" or time.monotonic() > deadline:
+                    raise
+                first = state = read_state(real)
+                change, heading_created = edit(_text(state.data), state.exists)
+                data = _bytes(change.text)
+                continue
+            if late is None:
+                return first, change, heading_created, data
+            log.info("memwell: %s changed during the write; keeping its new lines", display)
+            if late.startswith(state.data):
+                append_bytes(real, late[len(state.data) :])
+                return first, change, heading_created, data
+            current = read_state(real)
+            change, heading_created = edit(_text(late), True)
+            rebased = _bytes(change.text)
+            data = rebased if current.data == data else union_merge(data, current.data, rebased)
+            state = current
+
     def _sync(self) -> tuple[bool, str | None]:
         try:
             self.manager.sync(reason="write")
@@ -520,6 +538,28 @@ class MemoryWriter:
             log.warning("memwell: written, but the index sync failed: %s", error)
             return False, error
         return True, None
+
+
+def _checked_heading(heading: str) -> str:
+    """``heading`` redacted; refused when it holds a character that could break its line."""
+    if not isinstance(heading, str):
+        raise WriteRefusedError("heading must be a string", reason="invalid")
+    unsafe = unsafe_character(heading)
+    if unsafe is not None:
+        raise WriteRefusedError(
+            f"heading contains {unsafe}; a heading is one line without control or "
+            "bidirectional characters",
+            reason="invalid",
+        )
+    return redact(heading)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def writer(
