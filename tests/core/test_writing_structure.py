@@ -46,7 +46,9 @@ def section_headings(text: str) -> list[tuple[int, str]]:
 def test_note_with_an_unclosed_fence_is_closed_and_the_section_found_again() -> None:
     text = "# Memory\n\n## Decisions\n\n- one\n\n## People\n\nAlice\n"
     edit, _ = append_under_heading(text, "Decisions", "see:\n```\ncode\n# not a heading")
-    assert "```\ncode\n# not a heading\n```\n" in edit.text
+    # the section is a list, so the note is its next item, the fence indented under it
+    assert "- see:\n  ```\n  code\n  # not a heading\n  ```\n" in edit.text
+    assert section_headings(edit.text) == [(1, "Memory"), (2, "Decisions"), (2, "People")]
     again, created = append_under_heading(edit.text, "People", "Bob")
     assert not created
     assert again.text.count("## People") == 1
