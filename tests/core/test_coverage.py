@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.coverage import coverage, idf, term_weights, weigh_by_coverage
@@ -17,13 +17,14 @@ def cand(text: str, text_score: float = 1.0) -> Candidate:
                      text_score=text_score)  # fmt: skip
 
 
-def fts5_matches(document: str, term: str) -> bool:
-    """Whether a real FTS5 table with the index's tokenizer finds ``term`` in ``document``."""
+def fts5_matching(documents: list[str], term: str) -> set[int]:
+    """The indexes of ``documents`` a real FTS5 table with the index's tokenizer finds
+    ``term`` in."""
     conn = sqlite3.connect(":memory:")
     conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZER}')")
-    conn.execute("INSERT INTO t(x) VALUES (?)", (document,))
+    conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(documents))
     quoted = '"' + term.replace('"', '""') + '"'
-    return conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (quoted,)).fetchone()[0] == 1
+    return {row[0] for row in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (quoted,))}
 
 
 @pytest.mark.parametrize(
@@ -34,13 +35,13 @@ def test_stems_are_the_index_stems(word: str, expected: str) -> None:
     assert stem(word) == expected
 
 
-@given(st.lists(st.from_regex(r"[a-zàáâäçèéêëíîïñóôöúûü]{1,12}", fullmatch=True), min_size=1, max_size=6))
+@settings(deadline=None, max_examples=50)
+@given(st.lists(st.from_regex(r"[a-zàáâäçèéêëíîïñóôöúûü]{1,12}", fullmatch=True), max_size=6))
 def test_words_with_one_stem_match_each_other_in_fts5(words: list[str]) -> None:
     of = stems(words)
     for a in words:
-        for b in words:
-            # same stem <=> FTS5 (porter) finds one word as a query in a document of the other
-            assert (of[a] == of[b]) == fts5_matches(b, a)
+        # same stem <=> FTS5 (porter) finds the word as a query in a document of the other
+        assert fts5_matching(words, a) == {i for i, b in enumerate(words) if of[b] == of[a]}
 
 
 def test_idf_favours_rare_terms_and_never_vanishes() -> None:

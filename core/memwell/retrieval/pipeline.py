@@ -61,7 +61,7 @@ def fuse_hybrid(
 
     With the provider's ``calibration`` and weighted fusion, the ranked scores are mapped
     through :meth:`Calibration.fused_score` (monotone, so the ranking stays) and the floor is
-    strict; otherwise (no calibration, or RRF's rank-based scores) the strict-then-relaxed
+    strict, on the score without the date-matching ``boost``; otherwise (no calibration, or RRF's rank-based scores) the strict-then-relaxed
     floor of :func:`relaxed_filter` applies. Conversation transcripts fuse with their own
     weights (:func:`~memwell.retrieval.dialogue.dialogue_weights`).
     """
@@ -77,8 +77,13 @@ def fuse_hybrid(
         )
     ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of, query=query)
     if calibration is not None and hybrid.fusion == "weighted":
-        calibrated = [c.with_score(calibration.fused_score(c.score, vector_weight)) for c in ranked]
-        return [c for c in calibrated if c.score >= min_score][: max(0, max_results)]
+        # The floor weighs evidence that a hit answers: a date or "when" match reorders hits
+        # (its boost is in the score) but does not lift an unrelated note over the floor.
+        return [
+            c.with_score(calibration.fused_score(c.score, vector_weight))
+            for c in ranked
+            if calibration.fused_score(c.score - c.boost, vector_weight) >= min_score
+        ][: max(0, max_results)]
     return relaxed_filter(
         ranked,
         {c.id for c in keyword},
