@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.coverage import coverage, idf, term_weights, weigh_by_coverage
+from memwell.retrieval.coverage import coverage, idf, measure_coverage, term_weights
+from memwell.retrieval.pipeline import evidence
 from memwell.retrieval.stems import TOKENIZER, stem, stems
 
 
@@ -69,10 +70,21 @@ def test_cjk_terms_are_held_by_containment() -> None:
     assert coverage(weights, cand("我在北京工作")) == pytest.approx(0.5)
 
 
-def test_weigh_by_coverage_scales_keyword_scores() -> None:
+def test_function_words_and_their_stems_weigh_nothing() -> None:
+    # "using" is indexed as "us", "going" as "go": neither can carry a hit
+    weights = term_weights(["using", "going", "books"], {"using": 1, "going": 1, "books": 1}, 10)
+    assert weights["us"] == weights["go"] == 0.0 < weights["book"]
+    assert coverage(weights, cand("Reports go out to us on Monday")) == 0.0
+    assert coverage(weights, cand("a shelf of books")) == 1.0
+
+
+def test_the_floor_weighs_keyword_scores_by_coverage() -> None:
     weights = term_weights(["staging", "rehearsal"], {"staging": 1, "rehearsal": 1}, 10)
     full, half = cand("rehearsal staging", 0.8), cand("staging database", 1.0)
-    weigh_by_coverage([full, half], weights, power=2.0)
-    assert full.text_score == pytest.approx(0.8)
-    assert half.text_score == pytest.approx(0.25)
-    assert full.text_score > half.text_score  # the hit that answers more now ranks first
+    measure_coverage([full, half], weights)
+    assert (full.coverage, half.coverage) == (1.0, pytest.approx(0.5))
+    # the ranking score is untouched; the evidence keeps a quarter of the half-covering hit's
+    assert half.text_score == 1.0
+    assert evidence(half, 0.7, 0.3, 2.0) == pytest.approx(0.3 * 0.25)
+    assert evidence(full, 0.7, 0.3, 2.0) == pytest.approx(0.3 * 0.8)
+    assert evidence(half, 0.7, 0.3, 0.0) == pytest.approx(0.3), "power 0: keyword score in full"

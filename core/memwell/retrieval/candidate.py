@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 class Candidate:
     """A chunk found by keyword and/or vector search.
 
-    ``vector_score`` and ``text_score`` are in [0, 1]; ``score`` is the fused score, of which
-    ``boost`` was added for matching the date or the "when" a query asks for
-    (:mod:`~memwell.retrieval.date_match`): it ranks a hit, it is no evidence that it answers.
+    ``vector_score`` and ``text_score`` are in [0, 1]; ``score`` is the fused score.
+    ``coverage`` is the share of the query's informative terms the chunk holds
+    (:mod:`~memwell.retrieval.coverage`; 1 when not measured): how far its keyword score is
+    evidence that it answers.
     ``text`` is the chunk text (snippets are cut from it later); ``terms`` is its
     :func:`~memwell.retrieval.fts_query.chunk_terms` when the index stored them (``None``:
     computed from ``text`` when needed).
@@ -31,7 +32,7 @@ class Candidate:
     text_score: float = 0.0
     score: float = 0.0
     terms: ChunkTerms | None = None
-    boost: float = 0.0
+    coverage: float = 1.0
 
     def with_score(self, score: float) -> Candidate:
         """A copy with ``score`` replaced: what ``dataclasses.replace(self, score=score)``

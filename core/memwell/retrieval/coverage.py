@@ -7,13 +7,14 @@ terms weighs its IDF in the index (``log(1 + (N - df + 0.5) / (df + 0.5))``, so 
 every chunk weighs almost nothing and a word in none, which no hit can hold, weighs the most),
 and a hit's *coverage* is the share of that mass its chunk holds, terms compared by their index
 stems (:mod:`memwell.retrieval.stems`; CJK n-grams by containment, as the index holds them).
-Keyword evidence is the relative BM25 times ``coverage ** COVERAGE_POWER``: a hit that holds
-one of four informative words keeps a small share of its evidence, and the semantic side decides
-whether it answers.
+Function words and every word that stems like one ("use" is indexed as "us", "going" as "go")
+weigh nothing: they never carry a hit. The score floor weighs a hit's keyword score by its
+coverage (:func:`memwell.retrieval.pipeline.evidence`); the ranking is unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -22,9 +23,17 @@ from .candidate import Candidate
 from .cjk import is_cjk_char
 from .fts_query import chunk_terms
 from .stems import stems
+from .stopwords import STOPWORDS_EN
 
-#: How steeply keyword evidence falls with the share of the question a hit leaves out.
-COVERAGE_POWER = 2.0
+#: Verbs that stem to themselves and say nothing about a topic; with the stop words they
+#: weigh nothing ("Reports go out" holds no answer to "which books am I going through").
+LIGHT_VERBS = frozenset({"go", "goes", "going", "went", "gone"})
+
+
+@functools.cache
+def function_stems() -> frozenset[str]:
+    """The index stems of the English stop words and :data:`LIGHT_VERBS`."""
+    return frozenset(stems(STOPWORDS_EN | LIGHT_VERBS).values())
 
 
 def idf(df: int, total: int) -> float:
@@ -40,20 +49,23 @@ def term_weights(
     terms: Sequence[str], frequencies: Mapping[str, int], total: int
 ) -> dict[str, float]:
     """Each distinct query term's :func:`idf`, keyed by its index stem (CJK n-grams as they
-    are); terms missing from ``frequencies`` count as found in no chunk."""
+    are); terms missing from ``frequencies`` count as found in no chunk, terms that stem like
+    a function word (:func:`function_stems`) weigh 0."""
     words = [t for t in terms if not _is_gram(t)]
     stem_of = stems(words)
+    function = function_stems()
     weights: dict[str, float] = {}
     for term in dict.fromkeys(terms):
         key = term if _is_gram(term) else stem_of[term]
-        weights[key] = max(weights.get(key, 0.0), idf(frequencies.get(term, 0), total))
+        weight = 0.0 if key in function else idf(frequencies.get(term, 0), total)
+        weights[key] = max(weights.get(key, 0.0), weight)
     return weights
 
 
 def coverage(weights: Mapping[str, float], candidate: Candidate) -> float:
     """The share of the ``weights`` (:func:`term_weights`) whose term ``candidate`` holds."""
     total = sum(weights.values())
-    if total <= 0:
+    if total <= 0:  # nothing informative asked: the keyword score is all there is
         return 1.0
     terms = candidate.terms if candidate.terms is not None else chunk_terms(candidate.text)
     firsts = _first_letters(weights)
@@ -78,9 +90,7 @@ def _first_letters(weights: Mapping[str, float]) -> frozenset[str]:
     return frozenset(key[:1] for key in weights if not _is_gram(key))
 
 
-def weigh_by_coverage(
-    keyword: Sequence[Candidate], weights: Mapping[str, float], power: float = COVERAGE_POWER
-) -> None:
-    """Multiply each hit's ``text_score`` by its :func:`coverage` to the ``power``."""
+def measure_coverage(keyword: Sequence[Candidate], weights: Mapping[str, float]) -> None:
+    """Set each hit's ``coverage`` (:func:`coverage`)."""
     for cand in keyword:
-        cand.text_score *= coverage(weights, cand) ** power
+        cand.coverage = coverage(weights, cand)

@@ -156,8 +156,7 @@ def boost_dates(
 
     ``date_boost`` is added to each hit whose note's date matches a date ``query`` names,
     ``when_boost`` to each hit that :func:`mentions_time` when the query :func:`asks_when`
-    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default); each hit's
-    ``boost`` records what it gained.
+    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default).
     """
     spans = query_dates(query) if date_boost > 0 else []
     timed = when_boost > 0 and asks_when(query)
@@ -172,9 +171,5 @@ def boost_dates(
         extra = date_boost if matched[item.path] else 0.0
         if timed and mentions_time(item.text):
             extra += when_boost
-        if extra:
-            boosted = item.with_score(item.score + extra)
-            boosted.boost = item.boost + extra
-            item = boosted
-        out.append(item)
+        out.append(item.with_score(item.score + extra) if extra else item)
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import unicodedata
 from collections.abc import Collection, Iterable
@@ -17,8 +16,7 @@ from memwell.retrieval.cjk import (
     split_query_token,
 )
 from memwell.retrieval.keywords import TOKEN_RE, tokenize
-from memwell.retrieval.stems import stems
-from memwell.retrieval.stopwords import ALL_STOPWORDS, FUNCTION_WORDS_EN
+from memwell.retrieval.stopwords import ALL_STOPWORDS
 
 MAX_TERMS = 64
 """At most this many distinct terms reach the query; the first ones are kept."""
@@ -86,22 +84,10 @@ def _word_terms(query: str) -> list[str]:
     return _searchable(terms)
 
 
-@functools.cache
-def function_stems() -> frozenset[str]:
-    """The index stems of :data:`~memwell.retrieval.stopwords.FUNCTION_WORDS_EN`."""
-    return frozenset(stems(FUNCTION_WORDS_EN).values())
-
-
-def _select(terms: list[str], drop_stopwords: bool, stemmed: bool = False) -> list[str]:
-    """Distinct ``terms`` without stop words (and, for a ``stemmed`` index, without words
-    that stem like a grammatical word), at most :data:`MAX_TERMS`."""
+def _select(terms: list[str], drop_stopwords: bool) -> list[str]:
     unique = list(dict.fromkeys(terms))
     if drop_stopwords:
         unique = [term for term in unique if term not in ALL_STOPWORDS]
-        ascii_terms = [term for term in unique if term.isascii()] if stemmed else []
-        if ascii_terms:
-            stem_of, function = stems(ascii_terms), function_stems()
-            unique = [t for t in unique if not t.isascii() or stem_of[t] not in function]
     return unique[:MAX_TERMS]
 
 
@@ -141,8 +127,7 @@ def build_fts_query(
     Every MATCH term is a quoted string joined by ``OR``/``AND`` (``mode``), so no FTS5 syntax
     typed by the user survives. With ``unicode61`` CJK runs become the n-grams that
     :func:`~memwell.retrieval.cjk.segment_for_index` indexed. With ``trigram`` tokens shorter
-    than three code points become LIKE terms. Stop words are dropped, and so are English words
-    whose index stem is a grammatical word's ("use" is stemmed "us"), so a query of stop words
+    than three code points become LIKE terms. Stop words are dropped, so a query of stop words
     only gives ``None`` (it would otherwise rank whatever contains "the" first, at score 1);
     terms are deduplicated and capped at :data:`MAX_TERMS`. ``cjk_prefixes`` is for an index
     written with :func:`~memwell.retrieval.cjk.segment_for_fts` (see :func:`fts_phrase`).
@@ -154,7 +139,7 @@ def build_fts_query(
     if tokenizer == "trigram":
         match_terms, like_terms = _split_trigram(_select(_tokens(query), drop_stopwords))
     else:
-        match_terms, like_terms = _select(_word_terms(query), drop_stopwords, stemmed=True), []
+        match_terms, like_terms = _select(_word_terms(query), drop_stopwords), []
     if not match_terms and not like_terms:
         return None
     prefixes = cjk_prefixes and tokenizer == "unicode61"

@@ -12,10 +12,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: English grammatical words; a query word whose index stem is one of theirs is dropped too
-#: (:func:`memwell.retrieval.fts_query.build_fts_query`: "use" is stemmed "us", "others"
-#: "other" and "ones" "on", so they would match every "us", "other" and "on" of the notes).
-FUNCTION_WORDS_EN = _words(
+STOPWORDS_EN = _words(
     # articles and determiners
     "a an the this that these those some any each every all both either neither such no other "
     # pronouns
@@ -34,14 +31,11 @@ FUNCTION_WORDS_EN = _words(
     "via with within without "
     # conjunctions and fillers
     "and or but nor so yet if then than because as while although though unless whether "
-    "also not very too only there here"
-)
-
-STOPWORDS_EN = FUNCTION_WORDS_EN | _words(
-    # vague time, vague references, request words and vague verbs
+    "also not very too only there here "
+    # vague time, vague references and request words
     "yesterday today tomorrow earlier later recently ago just now "
     "thing things stuff something anything everything nothing "
-    "please help find show get tell give go goes going went gone"
+    "please help find show get tell give"
 )
 
 STOPWORDS_ES = _words(

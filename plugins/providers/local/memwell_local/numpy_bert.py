@@ -13,6 +13,7 @@ pooling, optional normalisation); anything else uses sentence-transformers (memw
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import mmap
@@ -286,7 +287,7 @@ class NumpyBertEncoder:
         x = self._hidden(sequences)
         x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
         bounds = np.cumsum([0, *(len(ids) for ids in sequences)])
-        return [x[a:b].astype(np.float32) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return [x[a:b].astype(np.float32) for a, b in itertools.pairwise(bounds)]
 
     def _hidden(self, sequences: Sequence[Array]) -> Array:
         """The last layer's token vectors of ``sequences``, packed one after the other."""
