@@ -102,6 +102,10 @@ class HybridSettings(_Strict):
     #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
     #: vector_weight / text_weight for them too.
     dialogue_vector_weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.65
+    #: The score floor weighs a hit's keyword score by the share of the question's informative
+    #: terms (IDF mass) it holds, to this power (memwell.retrieval.coverage; the ranking is
+    #: unchanged); 0 weighs keyword scores in full.
+    coverage_power: Annotated[float, msgspec.Meta(ge=0.0, le=8.0)] = 2.0
 
 
 class QuerySettings(_Strict):

@@ -1,8 +1,11 @@
 """Conversational-memory evaluation on the LoCoMo layout (``turns.jsonl``, ``questions.jsonl``).
 
 Each conversation is written the way an agent's memory is written: one dated Markdown file per
-session (``memory/YYYY-MM-DD-session-N.md``, a heading with the session's date and time, then
-one line per turn, ``Speaker: text``). Each conversation is indexed in its own workspace, every
+session (a heading with the session's date and time, then one line per turn, ``Speaker:
+text``), named by one of two equally natural :data:`LAYOUTS`: ``per-session``
+(``memory/YYYY-MM-DD-session-N.md``) or ``per-day`` (``memory/YYYY-MM-DD.md``, ``-2``,
+``-3``... for a second and third session that day). Ranking must not lean on the file names,
+so ``memwell eval`` measures both. Each conversation is indexed in its own workspace, every
 question is asked of its own conversation, and two recalls are scored:
 
 - session-level Recall@k: the fraction of a question's evidence sessions among the first k
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .evaluation import floor_dropped
 from .models import MemorySearchResult
 
 SESSION_KS = (1, 3, 5)
@@ -42,6 +46,9 @@ CATEGORY_NAMES = {
 }
 
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
+
+#: How session files are named (see the module docstring); ``per-session`` first.
+LAYOUTS = ("per-session", "per-day")
 
 
 @dataclass(frozen=True)
@@ -171,15 +178,36 @@ def turn_line(turn: Turn) -> str:
     return line
 
 
-def write_conversation(conversation: Conversation, memory_dir: Path) -> WrittenConversation:
-    """Write one dated Markdown file per session; unchanged files are not rewritten."""
+def _session_stem(number: int, when: datetime | None, layout: str, taken: set[str]) -> str:
+    """The file name (without ``.md``) of session ``number`` in ``layout``; ``taken`` holds the
+    names given so far (per-day adds ``-2``, ``-3``... to a day already taken)."""
+    if when is None:
+        return f"session-{number}"
+    if layout == "per-session":
+        return f"{when:%Y-%m-%d}-session-{number}"
+    day = f"{when:%Y-%m-%d}"
+    stem, nth = day, 1
+    while stem in taken:
+        nth += 1
+        stem = f"{day}-{nth}"
+    return stem
+
+
+def write_conversation(
+    conversation: Conversation, memory_dir: Path, layout: str = "per-session"
+) -> WrittenConversation:
+    """Write one dated Markdown file per session, named by ``layout`` (one of :data:`LAYOUTS`);
+    unchanged files are not rewritten."""
+    if layout not in LAYOUTS:
+        raise ConfigError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
     memory_dir.mkdir(parents=True, exist_ok=True)
     session_paths: dict[int, str] = {}
     turn_lines: dict[str, tuple[str, int]] = {}
+    taken: set[str] = set()
     for number in sorted(conversation.sessions):
         session = conversation.sessions[number]
-        when = session_date(session.date_time)
-        stem = f"{when:%Y-%m-%d}-session-{number}" if when else f"session-{number}"
+        stem = _session_stem(number, session_date(session.date_time), layout, taken)
+        taken.add(stem)
         rel = f"memory/{stem}.md"
         heading = f"# Session {number}: {session.date_time}".rstrip(": ")
         lines = [heading, ""]
@@ -223,7 +251,7 @@ def turn_recall(
     return found / len(evidence_lines)
 
 
-FLOOR_METRICS = ("floor_kept", "floor_empty")
+FLOOR_METRICS = ("floor_kept", "floor_dropped", "floor_empty")
 
 
 def metric_names() -> list[str]:
@@ -232,11 +260,23 @@ def metric_names() -> list[str]:
 
 
 def floor_scores(
-    question: Question, written: WrittenConversation, floored: Sequence[MemorySearchResult]
+    question: Question,
+    written: WrittenConversation,
+    floored: Sequence[MemorySearchResult],
+    top: Sequence[MemorySearchResult] = (),
 ) -> dict[str, float]:
-    """The floor-as-classifier figures of one question (see the module docstring)."""
+    """The floor-as-classifier figures of one question (see the module docstring).
+
+    ``top`` are the first hits of the unfloored ranking, as many as the floored search may
+    return (its ``max_results``); ``floor_dropped`` is the share of the other sessions' files
+    among them that the floor dropped (:func:`~memwell.evaluation.floor_dropped`).
+    """
+    evidence = _evidence_paths(question, written)
+    kept = {hit.path for hit in floored}
+    ranked = distinct_files(top)
     return {
-        "floor_kept": session_recall(floored, _evidence_paths(question, written), len(floored)),
+        "floor_kept": session_recall(floored, evidence, len(floored)),
+        "floor_dropped": floor_dropped(ranked, kept, evidence, len(ranked)),
         "floor_empty": float(not floored),
     }
 
@@ -276,16 +316,19 @@ def evaluate_conversation(
     written: WrittenConversation,
     search: Callable[[str], list[MemorySearchResult]],
     floored: Callable[[str], list[MemorySearchResult]] | None = None,
+    floor_depth: int = 6,
 ) -> list[tuple[Question, dict[str, float]]]:
     """Ask every question of one conversation; per-question scores in question order.
 
-    ``floored`` (a search with the default floor and limit) adds :func:`floor_scores`.
+    ``floored`` (a search with the default floor and ``floor_depth`` = its ``max_results``)
+    adds :func:`floor_scores`.
     """
     scored = []
     for q in conversation.questions:
-        scores = score_question(q, written, search(q.text))
+        results = search(q.text)
+        scores = score_question(q, written, results)
         if floored is not None:
-            scores |= floor_scores(q, written, floored(q.text))
+            scores |= floor_scores(q, written, floored(q.text), results[:floor_depth])
         scored.append((q, scores))
     return scored
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -129,25 +129,42 @@ def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) ->
     return 0.0
 
 
+def floor_dropped(
+    ranked: Sequence[str], kept: Collection[str], relevant: Collection[str], depth: int
+) -> float:
+    """Of the unjudged documents among the first ``depth`` of ``ranked`` (the unfloored
+    ranking), the share the floor dropped (absent from ``kept``); 1 when there are none.
+    The floored search ranks the same way and returns at most that many hits, so what it
+    leaves out of them is what the score floor judged unrelated."""
+    unrelated = [doc for doc in ranked[:depth] if doc not in relevant]
+    if not unrelated:
+        return 1.0
+    return sum(1 for doc in unrelated if doc not in kept) / len(unrelated)
+
+
 def evaluate(
     dataset: Dataset,
     search: Callable[[str], list[MemorySearchResult]],
     path_to_doc: Mapping[str, str],
     *,
     floored: Callable[[str], list[MemorySearchResult]] | None = None,
+    floor_depth: int = 6,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, float]:
     """Run every judged query and average the metrics over them.
 
-    ``floored`` (a search with the configured floor and limit) adds ``floor_kept``: the
-    fraction of queries with a relevant document among its hits.
+    ``floored`` (a search with the configured floor and ``floor_depth`` = its ``max_results``)
+    measures the floor as a classifier: ``floor_kept``, the fraction of queries with a
+    relevant document among its hits, and ``floor_dropped``, the mean :func:`floor_dropped`
+    of the documents of the first ``floor_depth`` unfloored hits.
     """
     judged = [qid for qid in dataset.queries if qid in dataset.qrels]
     totals = {"ndcg_at_10": 0.0, "recall_at_10": 0.0, "recall_at_100": 0.0, "mrr_at_10": 0.0}
     if floored is not None:
-        totals["floor_kept"] = 0.0
+        totals["floor_kept"] = totals["floor_dropped"] = 0.0
     for n, qid in enumerate(judged, 1):
-        ranked = collapse_to_documents(search(dataset.queries[qid]), path_to_doc)
+        results = search(dataset.queries[qid])
+        ranked = collapse_to_documents(results, path_to_doc)
         relevant = dataset.qrels[qid]
         totals["ndcg_at_10"] += ndcg_at_k(ranked, relevant)
         totals["recall_at_10"] += recall_at_k(ranked, relevant, 10)
@@ -156,6 +173,8 @@ def evaluate(
         if floored is not None:
             kept = collapse_to_documents(floored(dataset.queries[qid]), path_to_doc)
             totals["floor_kept"] += float(bool(set(kept) & set(relevant)))
+            top = collapse_to_documents(results[:floor_depth], path_to_doc)
+            totals["floor_dropped"] += floor_dropped(top, set(kept), set(relevant), floor_depth)
         if progress is not None:
             progress(n, len(judged))
     count = max(1, len(judged))

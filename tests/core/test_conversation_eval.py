@@ -30,6 +30,7 @@ TURNS = [
     ("c1", 1, "1:56 pm on 8 May, 2023", "D1:2", "Bob", "Lovely! I am repainting my kitchen."),
     ("c1", 2, "10:04 am on 19 June, 2023", "D2:1", "Ann", "The marathon in Lisbon went well."),
     ("c1", 2, "10:04 am on 19 June, 2023", "D2:2", "Bob", "I started learning the cello."),
+    ("c1", 3, "7:30 pm on 19 June, 2023", "D3:1", "Ann", "Dinner was a lentil curry."),
     ("c2", 1, "9:00 am on 1 March, 2022", "D1:1", "Cy", "My volcano photos came out sharp."),
 ]
 QUESTIONS = [
@@ -75,6 +76,7 @@ def test_load_and_write(tmp_path: Path) -> None:
     assert written.session_paths == {
         1: "memory/2023-05-08-session-1.md",
         2: "memory/2023-06-19-session-2.md",
+        3: "memory/2023-06-19-session-3.md",
     }
     text = (tmp_path / "ws" / "memory" / "2023-06-19-session-2.md").read_text()
     lines = text.splitlines()
@@ -86,6 +88,24 @@ def test_load_and_write(tmp_path: Path) -> None:
         "Ann: The marathon in Lisbon went well. [shares a photo: a photo of runners on a bridge]"
     )
     assert lines[written.turn_lines["D2:2"][1] - 1] == "Bob: I started learning the cello."
+
+
+def test_per_day_layout_names_files_by_day(tmp_path: Path) -> None:
+    c1 = load_conversations(write_locomo(tmp_path / "data"))["c1"]
+    written = write_conversation(c1, tmp_path / "ws" / "memory", "per-day")
+    # a second session on 19 June gets the -2 suffix; the text of each file is unchanged
+    assert written.session_paths == {
+        1: "memory/2023-05-08.md",
+        2: "memory/2023-06-19.md",
+        3: "memory/2023-06-19-2.md",
+    }
+    assert written.turn_lines["D3:1"] == ("memory/2023-06-19-2.md", 3)
+    per_session = write_conversation(c1, tmp_path / "other" / "memory", "per-session")
+    for number, path in written.session_paths.items():
+        same = (tmp_path / "other" / per_session.session_paths[number]).read_text()
+        assert (tmp_path / "ws" / path).read_text() == same
+    with pytest.raises(ConfigError, match="unknown layout"):
+        write_conversation(c1, tmp_path / "x", "per-week")
 
 
 def test_session_date() -> None:
@@ -119,14 +139,26 @@ def test_score_question_derives_sessions_from_turn_ids() -> None:
     assert scores["turn_recall_at_5"] == 1.0
 
 
+def test_floor_dropped_counts_other_sessions_left_out_by_the_floor() -> None:
+    q = Question("q", "c", "x", 4, ("D1:1",), (1,))
+    written = WrittenConversation({1: "a.md", 2: "b.md", 3: "c.md"}, {"D1:1": ("a.md", 2)})
+    top = [hit("a.md", 1, 3), hit("b.md", 1, 3), hit("c.md", 1, 3)]
+    # the floor kept the answer and b.md: one of the two unrelated files dropped
+    scores = floor_scores(q, written, top[:2], top)
+    assert scores["floor_kept"] == 1.0 and scores["floor_dropped"] == 0.5
+    assert floor_scores(q, written, [], top)["floor_dropped"] == 1.0
+    assert floor_scores(q, written, top, top)["floor_dropped"] == 0.0
+
+
 def test_floor_scores() -> None:
     written = WrittenConversation({1: "s1.md", 2: "s2.md"}, {})
     question = Question("q", "c", "x", 4, (), (2,))
     kept = floor_scores(question, written, [hit("s1.md", 1, 2), hit("s2.md", 1, 2)])
-    assert kept == {"floor_kept": 1.0, "floor_empty": 0.0}
-    assert floor_scores(question, written, []) == {"floor_kept": 0.0, "floor_empty": 1.0}
+    assert kept == {"floor_kept": 1.0, "floor_dropped": 1.0, "floor_empty": 0.0}
+    empty = {"floor_kept": 0.0, "floor_dropped": 1.0, "floor_empty": 1.0}
+    assert floor_scores(question, written, []) == empty
     no_evidence = Question("q", "c", "x", 5, (), ())
-    assert floor_scores(no_evidence, written, []) == {"floor_kept": 1.0, "floor_empty": 1.0}
+    assert floor_scores(no_evidence, written, [])["floor_kept"] == 1.0
 
 
 def test_summary_groups_categories() -> None:
@@ -151,11 +183,11 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
 def test_eval_command_on_conversations_keyword_mode(tmp_path: Path) -> None:
     data = write_locomo(tmp_path / "data")
     args = ["--provider", "none", "eval", "--dataset", str(data), "--mode", "keyword"]
-    args += ["--workdir", str(tmp_path / "work"), "--json"]
+    args += ["--workdir", str(tmp_path / "work"), "--json", "--layout", "per-session"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.output.strip().splitlines()[-1])
-    assert report["conversations"] == 2
+    assert report["conversations"] == 2 and report["layout"] == "per-session"
     overall = report["overall"]
     assert overall["questions"] == 4
     # q1 and q4 found at rank 1, q2 never, q3 has no evidence
@@ -167,9 +199,30 @@ def test_eval_command_on_conversations_keyword_mode(tmp_path: Path) -> None:
     assert overall["floor_kept"] == pytest.approx(0.75)
     assert report["adversarial"]["floor_empty"] == 1.0
     assert report["categories_1_4"]["floor_empty"] == 0.0
-    # each conversation is its own workspace
-    assert (tmp_path / "work" / "c2" / "memory" / "2022-03-01-session-1.md").is_file()
-    assert not (tmp_path / "work" / "c2" / "memory" / "2023-05-08-session-1.md").exists()
+    # each conversation is its own workspace, under the layout's own directory
+    work = tmp_path / "work" / "per-session"
+    assert (work / "c2" / "memory" / "2022-03-01-session-1.md").is_file()
+    assert not (work / "c2" / "memory" / "2023-05-08-session-1.md").exists()
+
+
+def test_eval_command_reports_both_layouts_by_default(tmp_path: Path) -> None:
+    data = write_locomo(tmp_path / "data")
+    args = ["--provider", "none", "eval", "--dataset", str(data), "--mode", "keyword"]
+    args += ["--workdir", str(tmp_path / "work"), "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    assert list(report["layouts"]) == ["per-session", "per-day"]
+    for layout, figures in report["layouts"].items():
+        assert figures["layout"] == layout
+        assert figures["overall"]["session_recall_at_1"] == pytest.approx(0.75)
+    assert (tmp_path / "work" / "per-day" / "c1" / "memory" / "2023-06-19-2.md").is_file()
+    text = CliRunner().invoke(cli, args[:-1])
+    assert text.exit_code == 0, text.output
+    assert [line.split()[1] for line in text.output.splitlines() if "mode=" in line] == [
+        "layout=per-session",
+        "layout=per-day",
+    ]
 
 
 def test_eval_table_header_separates_every_column(tmp_path: Path) -> None:
@@ -180,7 +233,7 @@ def test_eval_table_header_separates_every_column(tmp_path: Path) -> None:
     lines = result.output.splitlines()
     header = next(line for line in lines if "sess R@1" in line)
     labels = ["sess R@1", "sess R@3", "sess R@5", "turn R@5", "turn R@10", "floor_kept"]
-    labels.append("floor_empty")
+    labels += ["floor_dropped", "floor_empty"]
     assert header.split() == " ".join(labels).split()  # not "turn R@10floor_kept..."
     overall = next(line for line in lines if line.strip().startswith("overall"))
     # every figure ends under the end of its column name

@@ -10,7 +10,14 @@ import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
 from memwell.errors import ConfigError
-from memwell.evaluation import doc_filename, load_dataset, mrr_at_k, ndcg_at_k, recall_at_k
+from memwell.evaluation import (
+    doc_filename,
+    floor_dropped,
+    load_dataset,
+    mrr_at_k,
+    ndcg_at_k,
+    recall_at_k,
+)
 
 
 def write_beir(root: Path) -> Path:
@@ -44,6 +51,15 @@ def test_metrics() -> None:
     assert mrr_at_k(["x"], rel) == 0.0
 
 
+def test_floor_dropped_is_the_share_of_unjudged_documents_left_out() -> None:
+    ranked = ["rel", "x", "y", "z"]
+    # depth 3: x and y are unrelated; the floor kept rel and x
+    assert floor_dropped(ranked, {"rel", "x"}, {"rel"}, 3) == 0.5
+    assert floor_dropped(ranked, {"rel"}, {"rel"}, 3) == 1.0
+    assert floor_dropped(ranked, set(ranked), {"rel"}, 4) == 0.0
+    assert floor_dropped(["rel"], {"rel"}, {"rel"}, 3) == 1.0  # nothing unrelated to drop
+
+
 def test_load_dataset_skips_header_and_zero_grades(tmp_path: Path) -> None:
     ds = load_dataset(write_beir(tmp_path / "beir"), "test")
     assert set(ds.qrels) == {"q1", "q2", "q3"}
@@ -64,5 +80,6 @@ def test_eval_command_keyword_mode(tmp_path: Path) -> None:
     assert report["ndcg_at_10"] == pytest.approx(1.0)
     assert report["mrr_at_10"] == pytest.approx(1.0)
     assert report["floor_kept"] == pytest.approx(1.0), "every relevant doc survives the floor"
+    assert 0.0 <= report["floor_dropped"] <= 1.0
     assert report["rerank"] is None
     assert (tmp_path / "work" / "memory" / "d1.md").read_text().startswith("# Volcanoes")

@@ -293,3 +293,21 @@ def test_warm_up_prepares_the_query_layout_before_the_first_question(tmp_path: P
         assert hits and hits[0].path == "MEMORY.md"
     finally:
         close_all()
+
+
+def test_token_vectors_are_the_pooled_vectors_tokens() -> None:
+    """Late interaction's token vectors: one unit row per token, and their un-normalised mean
+    is the text's embedding (the pooled vector the same forward pass gives)."""
+    encoder = NumpyBertEncoder.load(PACKAGED_DIR, 256)
+    assert encoder is not None
+    texts = ["where is the deploy script?", "token " * 400]
+    tokens = encoder.token_vectors(texts)
+    ids = encoder._token_ids(texts)
+    assert [len(t) for t in tokens] == [len(i) for i in ids]
+    assert len(tokens[1]) == 256, "truncated to the model window"
+    for rows in tokens:
+        assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    hidden = encoder._hidden(ids[:1])
+    pooled = hidden.mean(axis=0)
+    assert np.allclose(pooled / np.linalg.norm(pooled), encoder.encode(texts[:1])[0], atol=1e-5)
+    assert encoder.token_vectors([]) == []

@@ -15,6 +15,7 @@ import click
 
 from ..conversation_eval import (
     FLOOR_METRICS,
+    LAYOUTS,
     Question,
     evaluate_conversation,
     is_conversation_dataset,
@@ -42,8 +43,11 @@ def _default_workdir(dataset: Path, family: str) -> Path:
     return base / f"{dataset.name}-{tag}" / family
 
 
-def _open_indexed(ctx: Context, workspace: Path, mode: str) -> tuple[MemorySearchManager, float]:
-    """Open ``workspace`` in ``mode`` with syncing off, index it, return the manager and seconds."""
+def _open_indexed(
+    ctx: Context, workspace: Path, mode: str
+) -> tuple[MemorySearchManager, float, int]:
+    """Open ``workspace`` in ``mode`` with syncing off and index it: the manager, the seconds
+    it took and the configured ``max_results`` (the depth of a floored search)."""
     # The recall cache is off: its semantic tier would answer a question with the hits of a
     # similar earlier one, which measures the cache, not retrieval.
     overrides: dict[str, Any] = {
@@ -52,7 +56,8 @@ def _open_indexed(ctx: Context, workspace: Path, mode: str) -> tuple[MemorySearc
         "sync": {"watch": False, "on_search": False},
         "cache": {"recall": {"enabled": False}},
     }
-    manager = open_memory(workspace, settings=ctx.settings_for(workspace, overrides))
+    settings = ctx.settings_for(workspace, overrides)
+    manager = open_memory(workspace, settings=settings)
     started = time.perf_counter()
     with click.progressbar(length=1, label=f"indexing {workspace.name}", file=sys.stderr) as bar:
 
@@ -61,7 +66,7 @@ def _open_indexed(ctx: Context, workspace: Path, mode: str) -> tuple[MemorySearc
             bar.update(p.completed - bar.pos)
 
         manager.sync(reason="eval", progress=progress)
-    return manager, time.perf_counter() - started
+    return manager, time.perf_counter() - started, settings.query.max_results
 
 
 class _TimedSearch:
@@ -110,6 +115,14 @@ class _TimedSearch:
     metavar="NAME",
     help="Rerank each query's hits with this reranker ([rerank] provider; off by default).",
 )
+@click.option(
+    "--layout",
+    type=click.Choice([*LAYOUTS, "both"]),
+    default="both",
+    show_default=True,
+    help="LoCoMo only: session files named memory/YYYY-MM-DD-session-N.md (per-session) or "
+    "memory/YYYY-MM-DD.md, -2 for a day's second session (per-day); both are reported by default.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @pass_ctx
 def eval_command(
@@ -119,28 +132,40 @@ def eval_command(
     mode: str,
     workdir: Path | None,
     reranker: str | None,
+    layout: str,
     as_json: bool,
 ) -> None:
     """Index a dataset as Markdown memory and report its retrieval quality.
 
     BEIR layout: nDCG@10, Recall@10/100, MRR@10. LoCoMo layout: each conversation indexed on
     its own, session-level Recall@1/3/5 and turn-level recall in the top 5 and 10 hits,
-    overall and per category.
+    overall and per category, for each file layout (a ranking that leans on file names shows
+    as a gap between them).
     """
     family = "keyword" if mode == "keyword" else "embedding"
     workspace = workdir or _default_workdir(dataset_dir, family)
     if reranker:
         ctx.overrides = {**ctx.overrides, "rerank": {"provider": reranker}}
     if is_conversation_dataset(dataset_dir):
-        _eval_conversations(ctx, dataset_dir, mode, workspace, reranker, as_json)
+        layouts = LAYOUTS if layout == "both" else (layout,)
+        reports = {
+            name: _eval_conversations(ctx, dataset_dir, mode, workspace / name, reranker, name)
+            for name in layouts
+        }
+        if as_json:
+            only = next(iter(reports.values()))
+            click.echo(json.dumps(only if len(reports) == 1 else {"layouts": reports}))
+            return
+        for report in reports.values():
+            _print_conversation_report(report)
         return
     dataset = load_dataset(dataset_dir, split)
     workspace.mkdir(parents=True, exist_ok=True)
     path_to_doc = write_corpus(dataset, workspace / "memory")
-    manager, index_seconds = _open_indexed(ctx, workspace, mode)
+    manager, index_seconds, depth = _open_indexed(ctx, workspace, mode)
     search = _TimedSearch(100)
     search.manager = manager
-    metrics = evaluate(dataset, search, path_to_doc, floored=search.floored)
+    metrics = evaluate(dataset, search, path_to_doc, floored=search.floored, floor_depth=depth)
     status = manager.status()
     report = {
         **metrics,
@@ -163,7 +188,14 @@ def eval_command(
         f"provider={status.provider} "
         f"model={status.model} queries={report['queries']}"
     )
-    for key in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10", "floor_kept"):
+    for key in (
+        "ndcg_at_10",
+        "recall_at_10",
+        "recall_at_100",
+        "mrr_at_10",
+        "floor_kept",
+        "floor_dropped",
+    ):
         click.echo(f"  {key:<14} {metrics[key]:.4f}")
     click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")
 
@@ -174,8 +206,9 @@ def _eval_conversations(
     mode: str,
     workspace: Path,
     reranker: str | None,
-    as_json: bool,
-) -> None:
+    layout: str,
+) -> dict[str, Any]:
+    """Index every conversation of ``dataset_dir`` written in ``layout``; the report."""
     conversations = load_conversations(dataset_dir)
     search = _TimedSearch(50)
     scored: list[tuple[Question, dict[str, float]]] = []
@@ -184,18 +217,18 @@ def _eval_conversations(
     status = None
     for conv_id, conversation in conversations.items():
         conv_workspace = workspace / conv_id
-        written = write_conversation(conversation, conv_workspace / "memory")
-        manager, seconds = _open_indexed(ctx, conv_workspace, mode)
+        written = write_conversation(conversation, conv_workspace / "memory", layout)
+        manager, seconds, depth = _open_indexed(ctx, conv_workspace, mode)
         index_seconds += seconds
         search.manager = manager
-        scored.extend(evaluate_conversation(conversation, written, search, search.floored))
+        scored.extend(evaluate_conversation(conversation, written, search, search.floored, depth))
         status = manager.status()
         chunks += status.chunks
         manager.close()
-    summary = summarize(scored)
-    report = {
-        **summary,
+    return {
+        **summarize(scored),
         "mode": mode,
+        "layout": layout,
         "rerank": reranker,
         "dataset": dataset_dir.name,
         "conversations": len(conversations),
@@ -205,13 +238,15 @@ def _eval_conversations(
         "index_seconds": round(index_seconds, 2),
         "search_ms_p50": search.p50(),
     }
-    if as_json:
-        click.echo(json.dumps(report))
-        return
+
+
+def _print_conversation_report(report: dict[str, Any]) -> None:
     click.echo(
-        f"{dataset_dir.name} mode={mode} rerank={reranker or 'off'} "
+        f"{report['dataset']} layout={report['layout']} mode={report['mode']} "
+        f"rerank={report['rerank'] or 'off'} "
         f"provider={report['provider']} model={report['model']} "
-        f"conversations={len(conversations)} questions={int(summary['overall']['questions'])}"
+        f"conversations={report['conversations']} "
+        f"questions={int(report['overall']['questions'])}"
     )
     names = [*metric_names(), *FLOOR_METRICS]
     labels = [
@@ -220,9 +255,9 @@ def _eval_conversations(
     ]
     width = max(map(len, labels)) + 2  # a space between every two column names
     click.echo(f"  {'':<14}" + "".join(f"{label:>{width}}" for label in labels))
-    rows = [("overall", summary["overall"]), ("categories 1-4", summary["categories_1_4"])]
-    rows += list(summary["by_category"].items())
+    rows = [("overall", report["overall"]), ("categories 1-4", report["categories_1_4"])]
+    rows += list(report["by_category"].items())
     for label, means in rows:
         cells = "".join(f"{means[n]:>{width}.3f}" for n in names)
         click.echo(f"  {label:<14}{cells}  ({int(means['questions'])} questions)")
-    click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")
+    click.echo(f"  index {report['index_seconds']:.1f} s, search p50 {report['search_ms_p50']} ms")

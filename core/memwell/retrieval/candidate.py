@@ -14,6 +14,9 @@ class Candidate:
     """A chunk found by keyword and/or vector search.
 
     ``vector_score`` and ``text_score`` are in [0, 1]; ``score`` is the fused score.
+    ``coverage`` is the share of the query's informative terms the chunk holds
+    (:mod:`~memwell.retrieval.coverage`; 1 when not measured): how far its keyword score is
+    evidence that it answers.
     ``text`` is the chunk text (snippets are cut from it later); ``terms`` is its
     :func:`~memwell.retrieval.fts_query.chunk_terms` when the index stored them (``None``:
     computed from ``text`` when needed).
@@ -29,6 +32,7 @@ class Candidate:
     text_score: float = 0.0
     score: float = 0.0
     terms: ChunkTerms | None = None
+    coverage: float = 1.0
 
     def with_score(self, score: float) -> Candidate:
         """A copy with ``score`` replaced: what ``dataclasses.replace(self, score=score)``

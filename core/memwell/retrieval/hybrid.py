@@ -41,7 +41,9 @@ def _union(vector: dict[str, Candidate], keyword: dict[str, Candidate]) -> dict[
         if base is None:
             merged[cid] = replace(hit, vector_score=0.0)
         else:
-            merged[cid] = replace(base, text_score=hit.text_score, text=hit.text or base.text)
+            merged[cid] = replace(
+                base, text_score=hit.text_score, coverage=hit.coverage, text=hit.text or base.text
+            )
     return merged
 
 

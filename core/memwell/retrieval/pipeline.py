@@ -70,9 +70,10 @@ def fuse_hybrid(
 
     With the provider's ``calibration`` and weighted fusion, the ranked scores are mapped
     through :meth:`Calibration.fused_score` (monotone, so the ranking stays) and the floor is
-    strict; otherwise (no calibration, or RRF's rank-based scores) the strict-then-relaxed
-    floor of :func:`relaxed_filter` applies. Conversation transcripts fuse with their own
-    weights (:func:`~memwell.retrieval.dialogue.dialogue_weights`).
+    strict, on each hit's :func:`evidence` rather than its score; otherwise (no calibration, or
+    RRF's rank-based scores) the strict-then-relaxed floor of :func:`relaxed_filter` applies.
+    Conversation transcripts fuse with their own weights
+    (:func:`~memwell.retrieval.dialogue.dialogue_weights`).
     """
     hybrid = dialogue_weights(hybrid, vector, keyword)
     vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
@@ -86,8 +87,15 @@ def fuse_hybrid(
         )
     ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of, query=query)
     if calibration is not None and hybrid.fusion == "weighted":
-        calibrated = [c.with_score(calibration.fused_score(c.score, vector_weight)) for c in ranked]
-        return [c for c in calibrated if c.score >= min_score][: max(0, max_results)]
+        power = hybrid.coverage_power
+        return [
+            c.with_score(calibration.fused_score(c.score, vector_weight))
+            for c in ranked
+            if calibration.fused_score(
+                evidence(c, vector_weight, text_weight, power), vector_weight
+            )
+            >= min_score
+        ][: max(0, max_results)]
     return relaxed_filter(
         ranked,
         {c.id for c in keyword},
@@ -95,6 +103,21 @@ def fuse_hybrid(
         text_weight=text_weight,
         max_results=max_results,
     )
+
+
+def evidence(
+    candidate: Candidate, vector_weight: float, text_weight: float, coverage_power: float
+) -> float:
+    """How strongly ``candidate`` answers the query, on the fused score's scale: its cosine
+    plus its keyword score weighed by ``coverage ** coverage_power`` (the share of the
+    query's informative terms it holds; :mod:`~memwell.retrieval.coverage`).
+
+    The score floor judges this, not the ranking score: a date or "when" match reorders hits
+    and a note sharing one word of the question still ranks by its BM25, but neither makes
+    an unrelated note pass for an answer (issue 43).
+    """
+    covered = candidate.coverage**coverage_power if coverage_power > 0 else 1.0
+    return vector_weight * candidate.vector_score + text_weight * candidate.text_score * covered
 
 
 def keyword_floor(

@@ -14,6 +14,7 @@ from memwell.lazy_import import lazy_module
 from memwell.retrieval.calibration import Calibration
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import is_cjk_char
+from memwell.retrieval.coverage import measure_coverage, term_weights
 from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
 from memwell.retrieval.file_similarity import blend_file_similarity
 from memwell.retrieval.fts_query import build_fts_query
@@ -227,6 +228,22 @@ class Searcher:
                 filled.append(replace(cand, vector_score=cosine, text_score=0.0, score=cosine))
         return sorted(filled, key=lambda c: c.vector_score, reverse=True)
 
+    def _measure_coverage(self, store: IndexStore, query: str, keyword: list[Candidate]) -> None:
+        """Set the share of the query each ``keyword`` hit covers, which the score floor
+        weighs its keyword score by (:mod:`memwell.retrieval.coverage`;
+        ``query.hybrid.coverage_power``, 0 off). The trigram tokenizer does not stem, so its
+        hits keep coverage 1."""
+        if self.settings.query.hybrid.coverage_power <= 0 or not keyword:
+            return
+        if store.tokenizer != "unicode61":
+            return
+        fts = build_fts_query(query, tokenizer=store.tokenizer, cjk_prefixes=store.cjk_prefixes)
+        if fts is None:
+            return
+        total = store.chunk_total()
+        frequencies = store.doc_frequencies(fts.terms, total // 2 + 1)
+        measure_coverage(keyword, term_weights(fts.terms, frequencies, total))
+
     def with_file_similarity(
         self, store: IndexStore, vector: Sequence[Candidate], query_vector: Vector, model: str
     ) -> list[Candidate]:
@@ -270,6 +287,7 @@ class Searcher:
         use_fts = cfg.enabled and store.fts_available
         keyword = self.keyword(store, query, limit, sources) if use_fts else []
         _rescale_bm25(keyword)
+        self._measure_coverage(store, query, keyword)
         vector: list[Candidate] = []
         if vector_hits is not None:
             vector = self.vector(store, vector_hits, limit, sources)

@@ -13,6 +13,7 @@ pooling, optional normalisation); anything else uses sentence-transformers (memw
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import mmap
@@ -266,6 +267,30 @@ class NumpyBertEncoder:
         The dense layers (most of the work) run once over every token of the batch, so a
         bigger batch means bigger matrix products; attention runs per sequence.
         """
+        lengths = [len(ids) for ids in sequences]
+        x = self._hidden(sequences)
+        bounds = np.cumsum([0, *lengths[:-1]])
+        pooled: Array = (np.add.reduceat(x, bounds, axis=0) / np.asarray(lengths)[:, None]).astype(
+            np.float32
+        )
+        if self._normalize:
+            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            pooled = (pooled / norms).astype(np.float32)
+        return pooled
+
+    def token_vectors(self, texts: Sequence[str]) -> list[Array]:
+        """Each text's contextual token vectors (one L2-normalised row per token, the
+        ``[CLS]`` and ``[SEP]`` markers included): what late interaction compares."""
+        sequences = self._token_ids(texts)
+        if not sequences:
+            return []
+        x = self._hidden(sequences)
+        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        bounds = np.cumsum([0, *(len(ids) for ids in sequences)])
+        return [x[a:b].astype(np.float32) for a, b in itertools.pairwise(bounds)]
+
+    def _hidden(self, sequences: Sequence[Array]) -> Array:
+        """The last layer's token vectors of ``sequences``, packed one after the other."""
         w = self._w
         lengths = [len(ids) for ids in sequences]
         if sum(lengths) <= SMALL_ROWS and len(self._blocks) == 0:
@@ -287,14 +312,7 @@ class NumpyBertEncoder:
             out = self._dense(inner, f"{p}.output.dense")
             out += x
             x = self._norm(out, f"{p}.output.LayerNorm")
-        bounds = np.cumsum([0, *lengths[:-1]])
-        pooled: Array = (np.add.reduceat(x, bounds, axis=0) / np.asarray(lengths)[:, None]).astype(
-            np.float32
-        )
-        if self._normalize:
-            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            pooled = (pooled / norms).astype(np.float32)
-        return pooled
+        return x
 
     def _token_ids(self, texts: Sequence[str]) -> list[Array]:
         if self._lowercase:

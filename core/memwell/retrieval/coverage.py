@@ -1,0 +1,96 @@
+"""How much of a question a keyword hit covers, by the informative weight of its terms.
+
+BM25 scores rescaled to the best hit make the best keyword hit 1.0 whatever share of the
+question it holds: "rehearsal schedule for the theatre play's staging" finds a note that says
+"staging" and nothing else, and that note scored like an answer. Here each of the question's
+terms weighs its IDF in the index (``log(1 + (N - df + 0.5) / (df + 0.5))``, so a word in
+every chunk weighs almost nothing and a word in none, which no hit can hold, weighs the most),
+and a hit's *coverage* is the share of that mass its chunk holds, terms compared by their index
+stems (:mod:`memwell.retrieval.stems`; CJK n-grams by containment, as the index holds them).
+Function words and every word that stems like one ("use" is indexed as "us", "going" as "go")
+weigh nothing: they never carry a hit. The score floor weighs a hit's keyword score by its
+coverage (:func:`memwell.retrieval.pipeline.evidence`); the ranking is unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import unicodedata
+from collections.abc import Mapping, Sequence
+
+from .candidate import Candidate
+from .cjk import is_cjk_char
+from .fts_query import chunk_terms
+from .stems import stems
+from .stopwords import STOPWORDS_EN
+
+#: Verbs that stem to themselves and say nothing about a topic; with the stop words they
+#: weigh nothing ("Reports go out" holds no answer to "which books am I going through").
+LIGHT_VERBS = frozenset({"go", "goes", "going", "went", "gone"})
+
+
+@functools.cache
+def function_stems() -> frozenset[str]:
+    """The index stems of the English stop words and :data:`LIGHT_VERBS`."""
+    return frozenset(stems(STOPWORDS_EN | LIGHT_VERBS).values())
+
+
+def idf(df: int, total: int) -> float:
+    """The informative weight of a term found in ``df`` of ``total`` chunks (always > 0)."""
+    return math.log(1.0 + (max(total, df) - df + 0.5) / (df + 0.5))
+
+
+def _is_gram(term: str) -> bool:
+    return not term.isascii() and is_cjk_char(term[0])
+
+
+def term_weights(
+    terms: Sequence[str], frequencies: Mapping[str, int], total: int
+) -> dict[str, float]:
+    """Each distinct query term's :func:`idf`, keyed by its index stem (CJK n-grams as they
+    are); terms missing from ``frequencies`` count as found in no chunk, terms that stem like
+    a function word (:func:`function_stems`) weigh 0."""
+    words = [t for t in terms if not _is_gram(t)]
+    stem_of = stems(words)
+    function = function_stems()
+    weights: dict[str, float] = {}
+    for term in dict.fromkeys(terms):
+        key = term if _is_gram(term) else stem_of[term]
+        weight = 0.0 if key in function else idf(frequencies.get(term, 0), total)
+        weights[key] = max(weights.get(key, 0.0), weight)
+    return weights
+
+
+def coverage(weights: Mapping[str, float], candidate: Candidate) -> float:
+    """The share of the ``weights`` (:func:`term_weights`) whose term ``candidate`` holds."""
+    total = sum(weights.values())
+    if total <= 0:  # nothing informative asked: the keyword score is all there is
+        return 1.0
+    terms = candidate.terms if candidate.terms is not None else chunk_terms(candidate.text)
+    firsts = _first_letters(weights)
+    stem_of = stems(w for w in terms.words.split() if w[:1] in firsts)
+    held = set(stem_of.values())
+    text = ""
+    mass = 0.0
+    for key, weight in weights.items():
+        if _is_gram(key):
+            if not text:
+                text = unicodedata.normalize("NFC", candidate.text).lower()
+            if key in text:
+                mass += weight
+        elif key in held:
+            mass += weight
+    return mass / total
+
+
+def _first_letters(weights: Mapping[str, float]) -> frozenset[str]:
+    """First characters of the stems: a word starting otherwise cannot stem to one of them
+    (a Porter stem keeps its word's first letters), so it is not stemmed at all."""
+    return frozenset(key[:1] for key in weights if not _is_gram(key))
+
+
+def measure_coverage(keyword: Sequence[Candidate], weights: Mapping[str, float]) -> None:
+    """Set each hit's ``coverage`` (:func:`coverage`)."""
+    for cand in keyword:
+        cand.coverage = coverage(weights, cand)
