@@ -88,6 +88,7 @@ def with_queries(dataset: Dataset, queries_file: Path) -> Dataset:
     qrels = {qid: dataset.qrels[qid] for qid in shared}
     return Dataset(dataset.corpus, shared, qrels)
 
+
 def doc_filename(doc_id: str) -> str:
     """A file name for a document id that is safe on every filesystem."""
     safe = _SAFE_ID.sub("_", doc_id)

@@ -20,7 +20,9 @@ from memwell_e5 import provider as e5
 from memwell_e5.provider import DEFAULT_MODEL, E5Config, E5Provider, create_provider
 
 
-def _ctx(tmp_path: Path, model: str = DEFAULT_MODEL, config: E5Config | None = None) -> ProviderContext:
+def _ctx(
+    tmp_path: Path, model: str = DEFAULT_MODEL, config: E5Config | None = None
+) -> ProviderContext:
     return ProviderContext(
         workspace=tmp_path, settings=MemwellSettings(), model=model, plugin_config=config
     )

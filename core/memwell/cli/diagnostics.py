@@ -66,13 +66,13 @@ def doctor_report(registry: PluginRegistry) -> dict[str, dict[str, Any]]:
     report: dict[str, dict[str, Any]] = {
         "python": {"version": sys.version.split()[0], **_stdlib_sqlite()}
     }
-    specs = [(f"backend {n}", s) for n, s in registry.backends.items()]
-    specs += [(f"provider {n}", s) for n, s in registry.providers.items()]
-    for section, spec in specs:
-        if spec.diagnostics is None:
+    checks = [(f"backend {n}", b.diagnostics) for n, b in registry.backends.items()]
+    checks += [(f"provider {n}", p.diagnostics) for n, p in registry.providers.items()]
+    for section, diagnostics in checks:
+        if diagnostics is None:
             continue
         try:
-            report[section] = spec.diagnostics()
+            report[section] = diagnostics()
         except Exception as exc:
             report[section] = {"error": f"{type(exc).__name__}: {exc}"}
     report["plugins"] = {
