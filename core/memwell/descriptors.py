@@ -102,6 +102,8 @@ class EmbeddingProviderSpec(msgspec.Struct, frozen=True):
     :param transport: ``"local"`` or ``"remote"``.
     :param auto_priority: order in ``auto`` selection (lower first); ``None`` = never auto.
     :param key_env: environment variables that can hold its API key (for ``doctor``).
+    :param diagnostics: optional facts for ``memwell doctor`` (engine, platform support...);
+        a provider that cannot run on this machine says why under the key ``unavailable``.
     """
 
     id: str
@@ -112,6 +114,7 @@ class EmbeddingProviderSpec(msgspec.Struct, frozen=True):
     config_model: ConfigModel | None = None
     key_env: tuple[str, ...] = ()
     description: str = ""
+    diagnostics: Callable[[], dict[str, Any]] | None = None
 
 
 class TextGeneratorSpec(msgspec.Struct, frozen=True):

@@ -73,6 +73,22 @@ def load_dataset(directory: Path, split: str) -> Dataset:
     return Dataset(corpus, queries, qrels)
 
 
+def with_queries(dataset: Dataset, queries_file: Path) -> Dataset:
+    """``dataset`` asked with the query texts of ``queries_file`` (BEIR ``queries.jsonl``),
+    matched by id: a parallel translation of the queries measures cross-lingual retrieval.
+
+    Only judged queries present in both are kept; none in common is an error.
+    """
+    if not queries_file.is_file():
+        raise ConfigError(f"--queries: {queries_file} is not a file")
+    texts = {str(q["_id"]): str(q["text"]) for q in _jsonl(queries_file)}
+    shared = {qid: texts[qid] for qid in dataset.queries if qid in texts and qid in dataset.qrels}
+    if not shared:
+        raise ConfigError(f"--queries: {queries_file} has no query id the dataset judges")
+    qrels = {qid: dataset.qrels[qid] for qid in shared}
+    return Dataset(dataset.corpus, shared, qrels)
+
+
 def doc_filename(doc_id: str) -> str:
     """A file name for a document id that is safe on every filesystem."""
     safe = _SAFE_ID.sub("_", doc_id)

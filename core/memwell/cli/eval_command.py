@@ -24,7 +24,7 @@ from ..conversation_eval import (
     summarize,
     write_conversation,
 )
-from ..evaluation import evaluate, load_dataset, write_corpus
+from ..evaluation import evaluate, load_dataset, with_queries, write_corpus
 from ..factory import open_memory
 from ..manager import MemorySearchManager
 from ..models import MemorySearchResult
@@ -123,6 +123,13 @@ class _TimedSearch:
     help="LoCoMo only: session files named memory/YYYY-MM-DD-session-N.md (per-session) or "
     "memory/YYYY-MM-DD.md, -2 for a day's second session (per-day); both are reported by default.",
 )
+@click.option(
+    "--queries",
+    "queries_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Ask with these query texts instead (BEIR queries.jsonl, same ids): a translation "
+    "of the queries measures cross-lingual retrieval (BEIR only).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @pass_ctx
 def eval_command(
@@ -133,6 +140,7 @@ def eval_command(
     workdir: Path | None,
     reranker: str | None,
     layout: str,
+    queries_file: Path | None,
     as_json: bool,
 ) -> None:
     """Index a dataset as Markdown memory and report its retrieval quality.
@@ -147,6 +155,8 @@ def eval_command(
     if reranker:
         ctx.overrides = {**ctx.overrides, "rerank": {"provider": reranker}}
     if is_conversation_dataset(dataset_dir):
+        if queries_file is not None:
+            raise click.UsageError("--queries is for BEIR-layout datasets only")
         layouts = LAYOUTS if layout == "both" else (layout,)
         reports = {
             name: _eval_conversations(ctx, dataset_dir, mode, workspace / name, reranker, name)
@@ -160,6 +170,8 @@ def eval_command(
             _print_conversation_report(report)
         return
     dataset = load_dataset(dataset_dir, split)
+    if queries_file is not None:
+        dataset = with_queries(dataset, queries_file)
     workspace.mkdir(parents=True, exist_ok=True)
     path_to_doc = write_corpus(dataset, workspace / "memory")
     manager, index_seconds, depth = _open_indexed(ctx, workspace, mode)
@@ -174,6 +186,7 @@ def eval_command(
         "rerank": reranker,
         "dataset": dataset_dir.name,
         "split": split,
+        "queries_file": str(queries_file) if queries_file else None,
         "provider": status.provider,
         "model": status.model,
         "chunks": status.chunks,
@@ -184,7 +197,9 @@ def eval_command(
         click.echo(json.dumps(report))
         return
     click.echo(
-        f"{dataset_dir.name} [{split}] mode={mode} rerank={reranker or 'off'} "
+        f"{dataset_dir.name} [{split}]"
+        + (f" queries={queries_file}" if queries_file else "")
+        + f" mode={mode} rerank={reranker or 'off'} "
         f"provider={status.provider} "
         f"model={status.model} queries={report['queries']}"
     )
