@@ -61,8 +61,8 @@ from memwell_postgres.store import ChunkRow, FileRow, Loaded, Store  # noqa: E40
 from pg_server import server_dsn  # noqa: E402
 from psycopg import sql  # noqa: E402
 
-DIMS = 384
-MODEL = "random:unit-384"
+DIMS = 128
+MODEL = "random:unit-128"
 LIMIT = 40
 CHUNKS_PER_FILE = 12
 BATCH_FILES = 100
@@ -100,12 +100,14 @@ def files(
 ) -> Iterator[tuple[str, list[ChunkRow]]]:
     rng = np.random.default_rng(seed)
     vocab = np.array(words)
+    cdf = np.cumsum(probs)
     for f in range(math.ceil(chunks / CHUNKS_PER_FILE)):
         count = min(CHUNKS_PER_FILE, chunks - f * CHUNKS_PER_FILE)
         vectors = unit_vectors(rng, count)
         rows = []
         for i in range(count):
-            text = " ".join(vocab[rng.choice(len(vocab), size=rng.integers(40, 161), p=probs)])
+            drawn = np.searchsorted(cdf, rng.random(rng.integers(40, 161)) * cdf[-1])
+            text = " ".join(vocab[np.minimum(drawn, len(vocab) - 1)])
             rows.append(ChunkRow(i * 10 + 1, i * 10 + 9, f"{f}-{i}", text, vectors[i]))
         yield f"memory/f{f:07d}.md", rows
 
@@ -350,7 +352,7 @@ def run(args: argparse.Namespace, dsn: str, chunks: int) -> None:
         present = store.active(conn)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"\n# {chunks} chunks, {stamp}")
-    print("text: synthetic, SciFact word frequencies; vectors: random unit, 384 dims")
+    print("text: synthetic, SciFact word frequencies; vectors: random unit, 128 dims")
     if present is None or args.rebuild:
         words, probs = vocabulary(args.dataset)
         seconds = load(db, store, chunks, words, probs)

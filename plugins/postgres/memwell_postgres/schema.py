@@ -92,7 +92,7 @@ CREATE TABLE IF NOT EXISTS {schema}.posting_blocks (
     block bigint NOT NULL,
     max_tf integer NOT NULL,
     min_len integer NOT NULL,
-    PRIMARY KEY (namespace, generation, lexeme, block)
+    PRIMARY KEY (namespace, generation, lexeme, block) INCLUDE (max_tf, min_len)
 );
 CREATE TABLE IF NOT EXISTS {schema}.embedding_cache (
     provider text NOT NULL,

@@ -5,12 +5,18 @@ generation's postings (:mod:`.postings`); document frequencies come from ``term_
 kept by the writers. Terms found in more than half of the chunks are dropped when a rarer
 one exists, as the builtin backend does (their IDF is zero there).
 
-The keyword part is exact and pruned by blocks (block-max): each block of chunk ids has, per
-term, an upper bound of that term's contribution, and their sum bounds every chunk of the
-block. The :data:`SEED_BLOCKS` blocks with the highest bounds are scored first; the
-``limit``-th best score among them, ``theta``, is at most the true ``limit``-th best, so any
-chunk of the true top ``limit`` lies in a block whose bound reaches ``theta``. Only those
-blocks are then scored, and the result is exactly BM25's best ``limit`` (ties by chunk id).
+The keyword part is exact and pruned (block-max with MaxScore's essential terms): each block
+of chunk ids has, per term, an upper bound of that term's contribution, and their sum bounds
+every chunk of the block. The :data:`SEED_BLOCKS` blocks with the highest bounds are scored
+first; the ``limit``-th best score among them, ``theta``, is at most the true ``limit``-th
+best. Then a chunk can rank among the best ``limit`` only if its block's bound reaches
+``theta`` and it holds an *essential* term: the terms of smallest bounds whose bounds add up
+to less than ``theta`` (the *optional* ones) cannot lift a chunk there alone. Candidates are
+the postings of the essential terms in those blocks, scored on those terms; the
+``limit``-th best of these partial scores is a second floor (a full score is never lower),
+and the optional terms' postings are looked up only for candidates whose partial score
+plus the optional terms' bounds reaches it. The result is exactly BM25's best
+``limit`` (ties by chunk id).
 
 Vector relevance is the cosine similarity, exact below ``exact_search_below`` chunks, else
 through the generation's HNSW index; keyword candidates also carry their exact cosine, so
@@ -47,7 +53,11 @@ ATTEMPTS = 3
 
 
 def _bm25(tf: str, length: str) -> str:
-    return f"t.idf * {tf} * {K1 + 1} / ({tf} + {K1} * (1 - {B} + {B} * {length} / g.avgdl))"
+    """BM25's term weight for frequency ``tf`` in a chunk of ``length`` terms (float8)."""
+    return (
+        f"t.idf * {tf}::float8 * {K1 + 1}::float8 / ({tf}::float8 + {K1}::float8 * "
+        f"(1::float8 - {B}::float8 + {B}::float8 * {length}::float8 / g.avgdl))"
+    )
 
 
 _KEYWORD = """
@@ -67,31 +77,59 @@ t AS (
     WHERE q.df > 0 AND (q.df <= floor(g.n / 2)
           OR NOT EXISTS (SELECT 1 FROM q r WHERE r.df > 0 AND r.df <= floor(g.n / 2)))
 ),
-bb AS (
-    SELECT b.block, sum({block_bound}) AS ub
+tb AS (
+    SELECT b.lexeme, b.block, {block_bound} AS bound
     FROM t JOIN {blocks} b ON {gen_b} AND b.lexeme = t.lexeme CROSS JOIN g
-    GROUP BY b.block
 ),
+bb AS (SELECT block, sum(bound) AS ub FROM tb GROUP BY block),
 seed AS (SELECT block FROM bb ORDER BY ub DESC, block LIMIT {seed}),
 seed_top AS (
     SELECT p.chunk_id, sum({score}) AS s
-    FROM seed CROSS JOIN t CROSS JOIN g
-    JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme
-     AND p.chunk_id BETWEEN seed.block * {size} AND seed.block * {size} + {last}
+    FROM seed CROSS JOIN t CROSS JOIN g CROSS JOIN LATERAL (
+        SELECT p.chunk_id, p.tf, p.len FROM {postings} p WHERE {gen_p} AND p.lexeme = t.lexeme
+           AND p.chunk_id BETWEEN seed.block * {size} AND seed.block * {size} + {last}
+        OFFSET 0
+    ) p
     GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(limit)s
 ),
 theta AS (
     SELECT CASE WHEN count(*) >= %(limit)s THEN min(s) * (1 - 1e-9) ELSE 0 END AS v
     FROM seed_top
 ),
+ess AS MATERIALIZED (
+    SELECT lexeme, sum(bound) OVER (ORDER BY bound, lexeme) < theta.v AS optional
+    FROM (SELECT lexeme, max(bound) AS bound FROM tb GROUP BY lexeme) gb CROSS JOIN theta
+),
+rest AS MATERIALIZED (
+    SELECT coalesce(sum(gb.bound), 0) AS bound
+    FROM (SELECT lexeme, max(bound) AS bound FROM tb GROUP BY lexeme) gb
+    JOIN ess USING (lexeme) WHERE ess.optional
+),
+cand AS MATERIALIZED (
+    SELECT p.chunk_id, sum({score}) AS s
+    FROM ess JOIN t USING (lexeme) CROSS JOIN g
+    JOIN tb USING (lexeme) JOIN bb USING (block) CROSS JOIN theta
+    CROSS JOIN LATERAL (
+        SELECT p.chunk_id, p.tf, p.len FROM {postings} p WHERE {gen_p} AND p.lexeme = t.lexeme
+           AND p.chunk_id BETWEEN tb.block * {size} AND tb.block * {size} + {last}
+        OFFSET 0
+    ) p
+    WHERE NOT ess.optional AND bb.ub >= theta.v
+    GROUP BY p.chunk_id
+),
+floor AS MATERIALIZED (
+    SELECT greatest(theta.v, coalesce((
+        SELECT s * (1 - 1e-9) FROM cand ORDER BY s DESC OFFSET %(limit)s - 1 LIMIT 1), 0)) AS v
+    FROM theta
+),
 kw AS (
-    SELECT p.chunk_id AS id, sum({score}) AS score
-    FROM bb JOIN theta ON bb.ub >= theta.v
-    JOIN {blocks} b ON {gen_b} AND b.block = bb.block
-    JOIN t ON t.lexeme = b.lexeme CROSS JOIN g
-    JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme
-     AND p.chunk_id BETWEEN bb.block * {size} AND bb.block * {size} + {last}
-    GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(limit)s
+    SELECT cand.chunk_id AS id, cand.s + coalesce((
+        SELECT sum({score}) FROM ess JOIN t USING (lexeme) CROSS JOIN g
+        JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme AND p.chunk_id = cand.chunk_id
+        WHERE ess.optional), 0) AS score
+    FROM cand CROSS JOIN rest CROSS JOIN floor
+    WHERE cand.s + rest.bound >= floor.v
+    ORDER BY score DESC, id LIMIT %(limit)s
 )"""
 
 _VECTOR = """
