@@ -19,7 +19,8 @@ terms (GIN index) with the HNSW candidates; "new" is :func:`memwell_postgres.sea
 vector candidates with their text. For each size and client count the two run in turn, twice,
 and each figure is the median of its two rounds: p50 / p95 latency, queries/s, and server CPU
 per search (user + system time of every server process over the round, divided by the
-searches; other helpers' load on this 2-core machine is printed with each line).
+searches, counting only this benchmark's connections; other helpers' load on this 2-core
+machine is printed with each line).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
 
 import psutil  # noqa: E402
 from memwell_postgres.config import PostgresConfig  # noqa: E402
-from memwell_postgres.db import Conn, Database, connect_once  # noqa: E402
+from memwell_postgres.db import Conn, Database  # noqa: E402
 from memwell_postgres.lexemes import QueryTerms, query_terms, tsquery_literal  # noqa: E402
 from memwell_postgres.schema import (  # noqa: E402
     ensure_generation_indexes,
@@ -276,21 +277,21 @@ class NewSearch:
         return len(found.keyword) + len(found.vector)
 
 
-def server_cpu(dsn: str) -> float:
-    """User + system seconds of the server and all its processes so far."""
-    with connect_once(dsn, 5) as conn:
-        row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
-    postmaster = psutil.Process(int(row[0])).parent()
-    total = 0.0
-    for proc in [postmaster, *postmaster.children()]:
+def backend_cpu(pids: set[int]) -> dict[int, float]:
+    """User + system seconds so far of each server process in ``pids`` (this benchmark's
+    connections only: other clients of the server are not counted)."""
+    out = {}
+    for pid in pids:
         try:
-            times = proc.cpu_times()
+            times = psutil.Process(pid).cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += times.user + times.system
-    return total
+        out[pid] = times.user + times.system
+    return out
 
+
+PIDS: set[int] = set()
+"""The server processes of this benchmark's connections."""
 
 Search = Callable[[Conn, Store, QueryTerms | None, Any], int]
 
@@ -313,19 +314,23 @@ def round_of(
             t0 = time.perf_counter()
             with db.connection() as conn:
                 search(conn, store, terms, qvec)
+                pid = conn.info.backend_pid
             mine.append((time.perf_counter() - t0) * 1000)
+            with lock:
+                PIDS.add(pid)
         with lock:
             latencies.extend(mine)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    cpu0 = server_cpu(db.dsn)
+    before = backend_cpu(PIDS)
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    cpu = server_cpu(db.dsn) - cpu0
+    after = backend_cpu(PIDS)
+    cpu = sum(v - before.get(pid, 0.0) for pid, v in after.items())
     latencies.sort()
     return {
         "p50": statistics.median(latencies),
@@ -365,10 +370,8 @@ def run(args: argparse.Namespace, dsn: str, chunks: int) -> None:
     searches: dict[str, Search] = {"new": NewSearch(store)}
     if not args.no_previous:
         searches["previous"] = previous_search
-    with db.connection() as conn:  # warm both
-        for search in searches.values():
-            for terms, qvec in queries[:20]:
-                search(conn, store, terms, qvec)
+    for search in searches.values():  # warm both, on every connection of the pool
+        round_of(db, store, search, queries, 16, 2)
     print("| clients | statements | p50 ms | p95 ms | queries/s | server CPU ms/search | load |")
     print("|---|---|---|---|---|---|---|")
     for clients in args.clients or [1, 4, 16]:
