@@ -123,13 +123,20 @@ def test_schema_has_the_promised_indexes_and_tables(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'memwell'"
             ).fetchall()
         }
-    assert {"namespaces", "generations", "files", "chunks", "embedding_cache", "term_stats"} <= (
-        tables
-    )
+    assert {
+        "namespaces",
+        "generations",
+        "files",
+        "chunks",
+        "embedding_cache",
+        "term_stats",
+        "postings",
+        "posting_blocks",
+    } <= tables
     first = generation_indexes()
-    gin = [d for d in first if "USING gin (tsv)" in d]
+    postings = [d for d in first if "ON memwell.postings USING btree (lexeme, chunk_id)" in d]
     hnsw = [d for d in first if "USING hnsw" in d]
-    assert len(gin) == 1 and len(hnsw) == 1
+    assert len(postings) == 1 and "INCLUDE (tf, len)" in postings[0] and len(hnsw) == 1
     assert "vector(64)" in hnsw[0] and "hash:hash-64" in hnsw[0] and "ef_construction" in hnsw[0]
     memory.sync(force=True)  # a new generation gets its own indexes; the old ones are dropped
     second = generation_indexes()

@@ -151,9 +151,13 @@ def test_pruned_keyword_candidates_are_exactly_bm25s_best(
         hits = memory.search("zeta alpha", max_results=max_results, min_score=0.0)
         return [(r.path, round(r.score, 6)) for r in hits]
 
-    monkeypatch.setattr(search, "CANDIDATE_BUDGET", 10**9)  # every term finds candidates
+    monkeypatch.setattr(search, "SEED_BLOCKS", 10**6)  # theta from every block
+    search.statement.cache_clear()
     unpruned = ranking()
-    monkeypatch.setattr(search, "CANDIDATE_BUDGET", 0)  # only the rarest term, then more
+    monkeypatch.setattr(search, "SEED_BLOCKS", 1)  # theta from the best block only
+    search.statement.cache_clear()
+    memory.active = None
     assert ranking() == unpruned
+    search.statement.cache_clear()
     if max_results == 8:  # found by the second round: it lacks the rarest term
         assert "memory/heavy.md" in [p for p, _ in unpruned]

@@ -17,7 +17,8 @@ class PostgresConfig(Record, forbid_unknown_fields=True):
     ``namespace``: which memory in the database this workspace is; by default derived from the
     workspace path (hosts sharing one memory must set the same value). ``schema_name``: the
     Postgres schema holding memwell's tables. ``host_id``: who this writer is (default the
-    hostname); with ``delete_missing = "own"`` a host removes from the index only files it
+    hostname and a digest of the workspace path, so two checkouts on one machine are two
+    writers); with ``delete_missing = "own"`` a host removes from the index only files it
     indexed itself, so a stale or partial checkout never deletes another host's files.
     ``pool_min_size``/``pool_max_size``: connections kept open; ``connect_timeout``: seconds
     before an unreachable server is reported. ``ef_search``: HNSW search breadth (raised to
@@ -57,9 +58,19 @@ class PostgresConfig(Record, forbid_unknown_fields=True):
         """The configured namespace, else ``<dir name>-<12 hex of the resolved path>``."""
         if self.namespace:
             return self.namespace
-        resolved = str(workspace.resolve())
-        digest = hashlib.sha256(resolved.encode()).hexdigest()[:12]
-        return f"{workspace.resolve().name or 'root'}-{digest}"
+        return f"{workspace.resolve().name or 'root'}-{_path_digest(workspace)[:12]}"
 
-    def host(self) -> str:
-        return self.host_id or socket.gethostname()
+    def host(self, workspace: Path) -> str:
+        """``host_id``, else ``<hostname>:<8 hex of the workspace path>``."""
+        return self.host_id or f"{socket.gethostname()}:{_path_digest(workspace)[:8]}"
+
+
+def writer_of(workspace: Path) -> str:
+    """Which checkout wrote a file's row, whatever ``host_id`` says: the hostname and a
+    digest of the workspace path. A row another writer indexed is never replaced by an
+    older local copy."""
+    return f"{socket.gethostname()}:{_path_digest(workspace)}"
+
+
+def _path_digest(workspace: Path) -> str:
+    return hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]

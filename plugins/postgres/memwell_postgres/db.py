@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import psycopg
 from memwell.errors import BackendUnavailableError, ConfigError
 from pgvector.psycopg import register_vector
-from psycopg import Connection
+from psycopg import Connection, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
@@ -52,9 +53,10 @@ def connect_once(dsn: str, timeout: float) -> Conn:
 class Database:
     """A connection pool to one server, with memwell's schema created on first open.
 
-    Connections are checked before use, so after a server restart the first call fails with
-    :class:`~memwell.errors.BackendUnavailableError` (while the server is down) and later
-    calls reconnect by themselves.
+    Connections are not checked before use (that would cost a round trip per search): a
+    call that fails on a broken connection has the pool check every idle connection, and
+    the error is raised as :class:`~memwell.errors.BackendUnavailableError`; later calls get
+    fresh connections, reconnecting by themselves once the server is back.
     """
 
     def __init__(self, config: PostgresConfig) -> None:
@@ -74,11 +76,11 @@ class Database:
                 "connect_timeout": max(1, math.ceil(config.connect_timeout)),
             },
             configure=self._configure,
-            check=ConnectionPool.check_connection,
             reconnect_timeout=24 * 3600,
             open=False,
             name=f"memwell-postgres {self.where}",
         )
+        self._ef_search: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
         self.pool.open(wait=False)
 
     def _configure(self, conn: Conn) -> None:
@@ -96,10 +98,24 @@ class Database:
             ) from exc
 
     @contextmanager
-    def connection(self) -> Iterator[Conn]:
-        """A pooled autocommit connection; server failures become BackendUnavailableError."""
-        with self._translate(), self.pool.connection() as conn:
-            yield conn
+    def connection(self, *, ef_search: int | None = None) -> Iterator[Conn]:
+        """A pooled autocommit connection; server failures become BackendUnavailableError.
+
+        ``ef_search`` sets ``hnsw.ef_search`` for it (only when it differs from what the
+        connection has, so a search costs no extra round trip).
+        """
+        with self._translate():
+            try:
+                with self.pool.connection() as conn:
+                    if ef_search is not None and self._ef_search.get(conn) != ef_search:
+                        conn.execute(
+                            sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef_search))
+                        )
+                        self._ef_search[conn] = ef_search
+                    yield conn
+            except psycopg.OperationalError:
+                self.pool.check()  # drop the other connections the server closed
+                raise
 
     def close(self) -> None:
         self.pool.close()

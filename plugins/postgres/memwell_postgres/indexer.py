@@ -24,7 +24,7 @@ from memwell.retrieval.chunking import CHARS_PER_TOKEN, CHUNKER_VERSION, Chunk, 
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 
-from .config import PostgresConfig
+from .config import PostgresConfig, writer_of
 from .db import Conn, Database
 from .lexemes import LEXEME_VERSION
 from .schema import SCHEMA_VERSION, ensure_generation_indexes
@@ -76,7 +76,8 @@ class Indexer:
         self.settings = settings
         self.runtime = runtime
         self.config = config
-        self.host = config.host()
+        self.host = config.host(workspace)
+        self.writer = writer_of(workspace)
         self.dims: int | None = None
 
     # -- identity and chunking --------------------------------------------------------------
@@ -111,6 +112,35 @@ class Indexer:
         return chunks
 
     # -- sync -------------------------------------------------------------------------------
+
+    def ensure_postings(self) -> str | None:
+        """Give the active generation its keyword postings if it was indexed before they
+        existed (built on the server from the chunks' ``tsvector`` values, with no file
+        read or embedded); says what it did, or None when there was nothing to do."""
+        key = lock_key(self.store.schema, self.store.namespace, "rebuild")
+        with self.db.connection() as conn:
+            if self.store.postings_ready(conn):
+                return None
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            try:
+                if self.store.postings_ready(conn):
+                    return None
+                with conn.transaction():
+                    generation = self.store.lock_active(conn)
+                    if generation is None:
+                        return None
+                    written = self.store.postings.from_tsvectors(conn, generation)
+                    self.store.mark_postings_ready(conn, generation)
+                self._ensure_indexes(conn, generation, SyncReport())
+                self.store.postings.analyze(conn)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        message = (
+            f"keyword postings built on open for generation {generation} "
+            f"({written} postings from the stored chunks)"
+        )
+        log.warning("memwell: postgres namespace %r: %s", self.store.namespace, message)
+        return message
 
     def sync(self, *, force: bool, progress: ProgressCallback | None) -> SyncReport:
         report = SyncReport()
@@ -160,7 +190,7 @@ class Indexer:
                         # so its batches need not wait for the disk; the switch does.
                         conn.execute("SET LOCAL synchronous_commit = off")
                         batch_loaded = self.store.insert_chunks(
-                            conn, generation, files, self.model()
+                            conn, generation, files, self.model(), bounds=False
                         )
                         self.store.copy_files(conn, generation, [item.row for item in prepared])
                     loaded.merge(batch_loaded)
@@ -170,12 +200,14 @@ class Indexer:
                 with lock_conn.transaction():
                     self.store.add_counts(lock_conn, generation, loaded.chunks, loaded.tokens)
                     self.store.copy_term_stats(lock_conn, generation, loaded.df)
+                    self.store.postings.build_bounds(lock_conn, generation)
                 log.info(
                     "loaded %d chunks into generation %s; building its indexes",
                     loaded.chunks,
                     generation,
                 )
                 self._ensure_indexes(lock_conn, generation, report)
+                self.store.postings.analyze(lock_conn)
                 self.store.switch_to(lock_conn, generation, identity)
                 self.store.drop_generations(lock_conn, "retired")
                 report.rebuilt = True
@@ -232,7 +264,7 @@ class Indexer:
         old = known.get(rel)
         if (
             old is not None
-            and old.host == self.host
+            and old.writer == self.writer
             and (old.mtime_ns, old.size) == (mtime_ns, size)
         ):
             return None
@@ -246,14 +278,14 @@ class Indexer:
         if read is None:
             return None
         entry, text = read
-        row = FileRow(entry.path, entry.hash, entry.mtime_ns, entry.size, self.host)
+        row = FileRow(entry.path, entry.hash, entry.mtime_ns, entry.size, self.host, self.writer)
         return PreparedFile(row, self._chunks(text))
 
     def _apply(
         self, generation: int, item: PreparedFile, vectors: dict[str, Vector], report: SyncReport
     ) -> None:
         """Write one file in one transaction under its lock, unless the index has it already
-        or holds a newer copy from another host."""
+        or holds a newer copy from another checkout (whatever the host ids say)."""
         path = item.row.path
         with self.db.connection() as conn, conn.transaction():
             if not self.store.lock_file(conn, generation, path):
@@ -264,7 +296,7 @@ class Indexer:
                 return
             if (
                 current is not None
-                and current.host != self.host
+                and current.writer != self.writer
                 and current.mtime_ns > item.row.mtime_ns
             ):
                 report.skipped_newer += 1

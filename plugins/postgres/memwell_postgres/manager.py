@@ -7,7 +7,9 @@ module adds the database, the indexer and the search statement.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from memwell.backend import MemoryBackend, SearchRequest
@@ -21,8 +23,10 @@ from .config import PostgresConfig
 from .db import Database
 from .indexer import Indexer, SyncReport
 from .lexemes import query_terms
-from .search import run_search
+from .search import Active, run_search
 from .store import SOURCE, Store
+
+log = logging.getLogger(__name__)
 
 
 def _scale_keyword(keyword: Sequence[Candidate], *, relative: bool) -> None:
@@ -33,6 +37,21 @@ def _scale_keyword(keyword: Sequence[Candidate], *, relative: bool) -> None:
         raw = cand.text_score
         cand.text_score = (raw / best if best > 0 else 0.0) if relative else raw / (1 + raw)
         cand.score = cand.text_score
+
+
+def with_cosines(
+    vector: Sequence[Candidate], keyword: Sequence[Candidate], cosines: dict[str, float]
+) -> list[Candidate]:
+    """``vector`` and, after it, the keyword candidates outside it with their exact cosine
+    (best first), as the builtin backend fuses them: a keyword hit beyond the nearest
+    chunks is not fused as if its similarity were 0."""
+    seen = {c.id for c in vector}
+    filled = [
+        replace(c, vector_score=cosines[c.id], text_score=0.0, score=cosines[c.id])
+        for c in keyword
+        if c.id not in seen and c.id in cosines
+    ]
+    return [*vector, *sorted(filled, key=lambda c: c.vector_score, reverse=True)]
 
 
 def _sync_summary(report: SyncReport) -> dict[str, Any]:
@@ -52,8 +71,8 @@ class PostgresMemoryManager(MemoryBackend):
     """Markdown memory indexed into one namespace of a Postgres database.
 
     Many managers, on one host or many, may share a namespace: see the plugin README for the
-    supported deployments. A search before any sync syncs first, so a fresh manager never
-    answers from a namespace it has not checked against its files.
+    supported deployments. A search syncs first only when ``sync.on_search`` asks for it;
+    otherwise it answers from the namespace as it stands (and says so when it is empty).
     """
 
     name = "postgres"
@@ -68,29 +87,34 @@ class PostgresMemoryManager(MemoryBackend):
             self.db, self.store, self.workspace, self.settings, self.runtime, self.config
         )
         self.last_sync: SyncReport | None = None
-        self._synced = False
+        self.active: Active | None = None
+        self.migration = self.indexer.ensure_postings()
 
     def _sync(self, *, reason: str, force: bool, progress: ProgressCallback | None) -> None:
         self.last_sync = self.indexer.sync(force=force, progress=progress)
-        self._synced = True
 
     def _search(self, request: SearchRequest) -> list[Candidate]:
-        if not self._synced:
-            self.sync(reason="search")
         provider = self.runtime.provider
         use_fts = provider is None or request.hybrid.enabled
         terms = query_terms(request.query) if use_fts else None
         vector = self.runtime.embed_query(request.query) if provider is not None else None
-        with self.db.connection() as conn:
-            found = run_search(
+        with self.db.connection(ef_search=max(self.config.ef_search, request.pool)) as conn:
+            found, self.active = run_search(
                 conn,
                 self.store,
+                self.active,
                 terms=terms,
                 query_vector=vector,
                 model=self.indexer.model(),
                 limit=request.pool,
-                ef_search=self.config.ef_search,
                 exact_below=self.config.exact_search_below,
+            )
+        if not found.indexed:
+            log.warning(
+                "memwell: postgres namespace %r on %s has no index yet (searched without "
+                "syncing): run `memwell index` in a workspace that holds its files",
+                self.namespace,
+                self.db.where,
             )
         if provider is None:
             _scale_keyword(found.keyword, relative=False)
@@ -105,7 +129,8 @@ class PostgresMemoryManager(MemoryBackend):
         if not use_fts:
             return [c for c in found.vector if c.score >= request.min_score][: request.limit]
         _scale_keyword(found.keyword, relative=True)
-        return self.rank_hybrid(found.vector, found.keyword, request)
+        vector_side = with_cosines(found.vector, found.keyword, found.cosines)
+        return self.rank_hybrid(vector_side, found.keyword, request)
 
     def _index_status(self) -> dict[str, Any]:
         self.check_open()
@@ -118,7 +143,10 @@ class PostgresMemoryManager(MemoryBackend):
             "schema": self.config.schema_name,
             "host_id": self.indexer.host,
             "generation": None if active is None else active.generation,
+            "keyword_index": "postings (block-max BM25)",
         }
+        if self.migration is not None:
+            custom["migrated"] = self.migration
         if self.last_sync is not None:
             custom["last_sync"] = _sync_summary(self.last_sync)
         try:

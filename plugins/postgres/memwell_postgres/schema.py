@@ -77,6 +77,23 @@ CREATE TABLE IF NOT EXISTS {schema}.term_stats (
     df bigint NOT NULL,
     PRIMARY KEY (namespace, generation, lexeme)
 );
+CREATE TABLE IF NOT EXISTS {schema}.postings (
+    namespace text NOT NULL,
+    generation bigint NOT NULL,
+    lexeme text NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    len integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {schema}.posting_blocks (
+    namespace text NOT NULL,
+    generation bigint NOT NULL,
+    lexeme text NOT NULL,
+    block bigint NOT NULL,
+    max_tf integer NOT NULL,
+    min_len integer NOT NULL,
+    PRIMARY KEY (namespace, generation, lexeme, block) INCLUDE (max_tf, min_len)
+);
 CREATE TABLE IF NOT EXISTS {schema}.embedding_cache (
     provider text NOT NULL,
     model text NOT NULL,
@@ -100,6 +117,7 @@ def create_schema(conn: Connection[Any], schema: str) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
         conn.execute(sql.SQL(_TABLES).format(schema=sql.Identifier(schema)))
+        _add_missing_columns(conn, schema)
         ident = sql.Identifier(schema, "schema_version")
         row = conn.execute(sql.SQL("SELECT max(version) FROM {}").format(ident)).fetchone()
         version = None if row is None else row[0]
@@ -116,6 +134,30 @@ def create_schema(conn: Connection[Any], schema: str) -> None:
             conn.execute(sql.SQL("INSERT INTO {} VALUES (%s)").format(ident), (SCHEMA_VERSION,))
 
 
+_ADDED_COLUMNS = {
+    ("files", "writer"): "text NOT NULL DEFAULT ''",
+    ("generations", "postings"): "boolean NOT NULL DEFAULT false",
+}
+"""Columns added after version 2, created on an older schema when it is first opened."""
+
+
+def _add_missing_columns(conn: Connection[Any], schema: str) -> None:
+    present = set(
+        conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = %s",
+            (schema,),
+        ).fetchall()
+    )
+    for (table, column), definition in _ADDED_COLUMNS.items():
+        if (table, column) not in present:
+            conn.execute(
+                sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+                    sql.Identifier(schema, table), sql.Identifier(column), sql.SQL(definition)
+                )
+            )
+
+
 def _digest(*parts: object) -> str:
     return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:16]
 
@@ -130,11 +172,13 @@ def vector_expr(dims: int) -> sql.Composable:
     return sql.SQL("embedding::vector({})").format(sql.Literal(dims))
 
 
-def generation_filter(namespace: str, generation: int) -> sql.Composable:
-    """``namespace = '<ns>' AND generation = <n>`` as literals, the predicate of a
-    generation's partial indexes (a query must spell it this way for the planner to use them)."""
-    return sql.SQL("namespace = {} AND generation = {}").format(
-        sql.Literal(namespace), sql.Literal(generation)
+def generation_filter(namespace: str, generation: int, alias: str = "") -> sql.Composable:
+    """``namespace = '<ns>' AND generation = <n>`` as literals (columns of table ``alias``
+    if given), the predicate of a generation's partial indexes (a query must spell it this
+    way for the planner to use them)."""
+    prefix = sql.SQL(f"{sql.Identifier(alias).as_string(None)}." if alias else "")
+    return sql.SQL("{p}namespace = {ns} AND {p}generation = {gen}").format(
+        p=prefix, ns=sql.Literal(namespace), gen=sql.Literal(generation)
     )
 
 
@@ -150,7 +194,7 @@ def ensure_generation_indexes(
     vector: tuple[str, int] | None,
     config: PostgresConfig,
 ) -> IndexBuild:
-    """Build the generation's GIN full-text index and, for ``vector`` = (model, dims), its
+    """Build the generation's postings index and, for ``vector`` = (model, dims), its
     HNSW index, if missing; returns the names built and any memory warning of the server.
 
     Both are partial indexes over this generation's rows only, so a bulk load writes no
@@ -159,11 +203,11 @@ def ensure_generation_indexes(
     tag = generation_tag(namespace, generation)
     table = sql.Identifier(schema, "chunks")
     where = generation_filter(namespace, generation)
-    fts_name = f"chunks_fts_{tag}"
+    postings_name = f"postings_{tag}"
     wanted: dict[str, sql.Composed] = {
-        fts_name: sql.SQL("CREATE INDEX {} ON {} USING gin (tsv) WHERE {}").format(
-            sql.Identifier(fts_name), table, where
-        )
+        postings_name: sql.SQL(
+            "CREATE INDEX {} ON {} (lexeme, chunk_id) INCLUDE (tf, len) WHERE {}"
+        ).format(sql.Identifier(postings_name), sql.Identifier(schema, "postings"), where)
     }
     if vector is not None:
         model, dims = vector
@@ -193,7 +237,7 @@ def ensure_generation_indexes(
             r[0]
             for r in conn.execute(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
-                (schema, f"chunks_%_{tag}%"),
+                (schema, f"%_{tag}%"),
             ).fetchall()
         }
         for name, statement in wanted.items():
@@ -237,7 +281,7 @@ def drop_generation_indexes(
     tag = generation_tag(namespace, generation)
     rows = conn.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
-        (schema, f"chunks_%_{tag}%"),
+        (schema, f"%_{tag}%"),
     ).fetchall()
     for (name,) in rows:
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))

@@ -1,28 +1,37 @@
-"""Keyword (BM25) and vector candidates from the active generation, ranked by memwell's pipeline.
+"""Keyword (BM25) and vector candidates of the active generation, in one prepared statement.
 
-Keyword relevance is FTS5's BM25 (k1 = 1.2, b = 0.75, IDF floored at 1e-6), computed in SQL
-from each chunk's ``tsvector``; document frequencies come from ``term_stats``, kept by the
-writers, and lengths are stored per chunk. Terms found in more than half of the chunks are
-dropped first, as the builtin backend does (their IDF is zero).
+Keyword relevance is FTS5's BM25 (k1 = 1.2, b = 0.75, IDF floored at 1e-6) over the
+generation's postings (:mod:`.postings`); document frequencies come from ``term_stats``,
+kept by the writers. Terms found in more than half of the chunks are dropped when a rarer
+one exists, as the builtin backend does (their IDF is zero there).
 
-Scoring every chunk that matches any query term is what makes keyword search slow on a large
-namespace, so the candidates are found with the rarest terms only (MaxScore pruning): a chunk
-matching none of them scores less than the sum of the other terms' largest possible
-contributions, ``idf * (k1 + 1)`` each. When the ``limit``-th best candidate scores above
-that bound, no other chunk can enter the list and the result is exactly BM25's top ``limit``;
-otherwise the next rarer term joins the candidate terms and the keyword part runs again.
+The keyword part is exact and pruned (block-max with MaxScore's essential terms): each block
+of chunk ids has, per term, an upper bound of that term's contribution, and their sum bounds
+every chunk of the block. The :data:`SEED_BLOCKS` blocks with the highest bounds are scored
+first; the ``limit``-th best score among them, ``theta``, is at most the true ``limit``-th
+best. Then a chunk can rank among the best ``limit`` only if its block's bound reaches
+``theta`` and it holds an *essential* term: the terms of smallest bounds whose bounds add up
+to less than ``theta`` (the *optional* ones) cannot lift a chunk there alone. Candidates are
+the postings of the essential terms in those blocks, scored on those terms; the
+``limit``-th best of these partial scores is a second floor (a full score is never lower),
+and the optional terms' postings are looked up only for candidates whose partial score
+plus the optional terms' bounds reaches it. The result is exactly BM25's best
+``limit`` (ties by chunk id).
 
-Vector relevance is the cosine similarity through the generation's HNSW index. The first
-statement reads the active generation and the terms' statistics; the second fetches both
-candidate lists with the generation spelled as a literal (so the planner uses that
-generation's partial indexes) and checks it is still active, else the search starts over.
+Vector relevance is the cosine similarity, exact below ``exact_search_below`` chunks, else
+through the generation's HNSW index; keyword candidates also carry their exact cosine, so
+hybrid fusion sees every candidate's similarity (as the builtin backend does).
+
+One statement reads the statistics and both candidate lists, with the namespace and the
+generation spelled as literals (so the planner uses that generation's partial indexes), and
+is prepared on the server once per connection. It also returns the active generation and
+its size: when a rebuild switched generations, the search runs again on the new one.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -31,193 +40,269 @@ from memwell.retrieval.candidate import Candidate
 from psycopg import sql
 
 from .db import Conn
-from .lexemes import QueryTerms, tsquery_literal
+from .lexemes import QueryTerms
+from .postings import BLOCK_SIZE
 from .schema import generation_filter, vector_expr, vector_filter
 from .store import SOURCE, Store
 
 K1 = 1.2
 B = 0.75
-CANDIDATE_BUDGET = 20_000
-"""Chunks matched by the first candidate terms, beyond the rarest one (then it is exact)."""
+SEED_BLOCKS = 32
+"""Blocks scored first to find ``theta`` (any number is exact; more costs more up front)."""
 ATTEMPTS = 3
 
-_STATS = """
-SELECT set_config('hnsw.ef_search', %(ef)s, false), n.generation,
-       greatest(g.chunk_count, 1)::float8, greatest(g.token_count, 1)::float8,
-       (SELECT array_agg(coalesce(s.df, 0) ORDER BY t.ord)
-          FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS t(lexeme, ord)
-          LEFT JOIN {term_stats} s ON s.namespace = n.namespace
-           AND s.generation = n.generation AND s.lexeme = t.lexeme)
-FROM {namespaces} n JOIN {generations} g USING (namespace, generation)
-WHERE n.namespace = %(ns)s"""
+
+def _bm25(tf: str, length: str) -> str:
+    """BM25's term weight for frequency ``tf`` in a chunk of ``length`` terms (float8)."""
+    return (
+        f"t.idf * {tf}::float8 * {K1 + 1}::float8 / ({tf}::float8 + {K1}::float8 * "
+        f"(1::float8 - {B}::float8 + {B}::float8 * {length}::float8 / g.avgdl))"
+    )
+
 
 _KEYWORD = """
-kw_terms AS (SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS t(lexeme, idf)),
-kw AS (
-    SELECT c.id,
-           sum(k.idf * (u.tf * (%(k1)s + 1)) /
-               (u.tf + %(k1)s * (1 - %(b)s + %(b)s * c.ntokens / %(avgdl)s))) AS score
-    FROM {chunks} c
+g AS (
+    SELECT greatest(chunk_count, 1)::float8 AS n,
+           greatest(token_count, 1)::float8 / greatest(chunk_count, 1)::float8 AS avgdl
+    FROM {generations} WHERE {gen_g}
+),
+q AS (
+    SELECT t.lexeme, coalesce(s.df, 0) AS df
+    FROM unnest(%(lexemes)s::text[]) AS t(lexeme)
+    LEFT JOIN {term_stats} s ON {gen_s} AND s.lexeme = t.lexeme
+),
+t AS (
+    SELECT q.lexeme, greatest(ln((g.n - q.df + 0.5) / (q.df + 0.5)), 1e-6) AS idf
+    FROM q CROSS JOIN g
+    WHERE q.df > 0 AND (q.df <= floor(g.n / 2)
+          OR NOT EXISTS (SELECT 1 FROM q r WHERE r.df > 0 AND r.df <= floor(g.n / 2)))
+),
+tb AS (
+    SELECT b.lexeme, b.block, {block_bound} AS bound
+    FROM t JOIN {blocks} b ON {gen_b} AND b.lexeme = t.lexeme CROSS JOIN g
+),
+bb AS (SELECT block, sum(bound) AS ub FROM tb GROUP BY block),
+seed AS (SELECT block FROM bb ORDER BY ub DESC, block LIMIT {seed}),
+seed_top AS (
+    SELECT p.chunk_id, sum({score}) AS s
+    FROM seed CROSS JOIN t CROSS JOIN g CROSS JOIN LATERAL (
+        SELECT p.chunk_id, p.tf, p.len FROM {postings} p WHERE {gen_p} AND p.lexeme = t.lexeme
+           AND p.chunk_id BETWEEN seed.block * {size} AND seed.block * {size} + {last}
+        OFFSET 0
+    ) p
+    GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(limit)s
+),
+theta AS (
+    SELECT CASE WHEN count(*) >= %(limit)s THEN min(s) * (1 - 1e-9) ELSE 0 END AS v
+    FROM seed_top
+),
+ess AS MATERIALIZED (
+    SELECT lexeme, sum(bound) OVER (ORDER BY bound, lexeme) < theta.v AS optional
+    FROM (SELECT lexeme, max(bound) AS bound FROM tb GROUP BY lexeme) gb CROSS JOIN theta
+),
+rest AS MATERIALIZED (
+    SELECT coalesce(sum(gb.bound), 0) AS bound
+    FROM (SELECT lexeme, max(bound) AS bound FROM tb GROUP BY lexeme) gb
+    JOIN ess USING (lexeme) WHERE ess.optional
+),
+cand AS MATERIALIZED (
+    SELECT p.chunk_id, sum({score}) AS s
+    FROM ess JOIN t USING (lexeme) CROSS JOIN g
+    JOIN tb USING (lexeme) JOIN bb USING (block) CROSS JOIN theta
     CROSS JOIN LATERAL (
-        SELECT lexeme, cardinality(positions) AS tf
-        FROM unnest(ts_filter(setweight(c.tsv, 'A', %(lexemes)s::text[]), '{{a}}'))
-    ) u
-    JOIN kw_terms k ON k.lexeme = u.lexeme
-    WHERE {generation} AND c.tsv @@ %(match)s::tsquery
-    GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(limit)s
+        SELECT p.chunk_id, p.tf, p.len FROM {postings} p WHERE {gen_p} AND p.lexeme = t.lexeme
+           AND p.chunk_id BETWEEN tb.block * {size} AND tb.block * {size} + {last}
+        OFFSET 0
+    ) p
+    WHERE NOT ess.optional AND bb.ub >= theta.v
+    GROUP BY p.chunk_id
+),
+floor AS MATERIALIZED (
+    SELECT greatest(theta.v, coalesce((
+        SELECT s * (1 - 1e-9) FROM cand ORDER BY s DESC OFFSET %(limit)s - 1 LIMIT 1), 0)) AS v
+    FROM theta
+),
+kw AS (
+    SELECT cand.chunk_id AS id, cand.s + coalesce((
+        SELECT sum({score}) FROM ess JOIN t USING (lexeme) CROSS JOIN g
+        JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme AND p.chunk_id = cand.chunk_id
+        WHERE ess.optional), 0) AS score
+    FROM cand CROSS JOIN rest CROSS JOIN floor
+    WHERE cand.s + rest.bound >= floor.v
+    ORDER BY score DESC, id LIMIT %(limit)s
 )"""
 
 _VECTOR = """
 vec AS (
     SELECT c.id, 1 - ({expr} <=> %(qvec)s::vector({dims})) AS score
     FROM {chunks} c
-    WHERE {generation} AND {vfilter}
+    WHERE {gen_c} AND c.{vfilter}
     ORDER BY {expr} <=> %(qvec)s::vector({dims}) LIMIT %(limit)s
 )"""
 
 _TAIL = """
-SELECT r.kind, r.score, c.id, c.path, c.start_line, c.end_line, c.text
+SELECT r.kind, r.score, c.id, c.path, c.start_line, c.end_line, c.text, {cosine}
 FROM ({parts}) r JOIN {chunks} c ON c.id = r.id
-UNION ALL SELECT 'g', generation, NULL, NULL, NULL, NULL, NULL
-FROM {namespaces} WHERE namespace = %(ns)s"""
+UNION ALL
+SELECT 'g', n.generation, g.chunk_count, NULL, NULL, NULL, NULL, NULL
+FROM {namespaces} n JOIN {generations} g USING (namespace, generation)
+WHERE n.namespace = {ns}"""
 
 
 @dataclass(frozen=True)
 class Found:
-    """The two candidate lists of one search (either may be empty)."""
+    """The two candidate lists of one search (either may be empty); ``cosines`` holds the
+    exact cosine of each keyword candidate that has a vector; ``indexed`` is false when the
+    namespace has never been indexed."""
 
     keyword: list[Candidate]
     vector: list[Candidate]
+    cosines: dict[str, float] = field(default_factory=dict)
+    indexed: bool = True
 
 
 @dataclass(frozen=True)
-class Term:
-    lexeme: str
-    df: int
-    idf: float
-
-    @property
-    def bound(self) -> float:
-        """The most this term adds to any chunk's BM25 score."""
-        return self.idf * (K1 + 1)
-
-
-@dataclass(frozen=True)
-class Stats:
-    """The active generation and its BM25 statistics, read before the search."""
+class Active:
+    """The generation searches go to and its size (which picks exact or HNSW search)."""
 
     generation: int
-    chunks: float
-    avgdl: float
-    terms: list[Term]
+    chunks: int
 
 
-def kept_terms(lexemes: Sequence[str], dfs: Sequence[int], chunks: float) -> list[Term]:
-    """Terms present in the generation, rarest first; those in more than half of the chunks
-    are dropped when a rarer one exists (FTS5 gives them no weight)."""
-    present = [(t, df) for t, df in zip(lexemes, dfs, strict=True) if df > 0]
-    half = chunks // 2
-    if any(df <= half for _, df in present):
-        present = [(t, df) for t, df in present if df <= half]
-    terms = [
-        Term(t, df, max(math.log((chunks - df + 0.5) / (df + 0.5)), 1e-6)) for t, df in present
-    ]
-    return sorted(terms, key=lambda t: (t.df, t.lexeme))
-
-
-def first_candidate_terms(terms: Sequence[Term]) -> int:
-    """How many of the rarest terms find the first candidates: the rarest one, then more
-    while the chunks they match stay within :data:`CANDIDATE_BUDGET`."""
-    count, matched = 1, terms[0].df
-    while count < len(terms) and matched + terms[count].df <= CANDIDATE_BUDGET:
-        matched += terms[count].df
-        count += 1
-    return count
-
-
-def is_complete(scores: Sequence[float], rest: Sequence[Term], limit: int) -> bool:
-    """Whether no chunk matching only ``rest`` can rank among the best ``limit``."""
-    if not rest:
-        return True
-    return len(scores) >= limit and scores[limit - 1] > sum(t.bound for t in rest)
-
-
-def _stats(conn: Conn, store: Store, terms: QueryTerms | None, ef: int) -> Stats | None:
-    lexemes = list(terms.lexemes) if terms is not None else []
-    query = sql.SQL(_STATS).format(
-        term_stats=store.t("term_stats"),
-        namespaces=store.t("namespaces"),
-        generations=store.t("generations"),
-    )
-    row = conn.execute(query, {"ef": str(ef), "lexemes": lexemes, "ns": store.namespace}).fetchone()
-    if row is None:
-        return None
-    _, generation, chunks, tokens, dfs = row
-    kept = kept_terms(lexemes, [int(d) for d in dfs or []], float(chunks))
-    return Stats(int(generation), float(chunks), float(tokens) / float(chunks), kept)
-
-
-def _keyword_part(
-    store: Store, stats: Stats, candidates: Sequence[Term], params: dict[str, Any]
-) -> sql.Composable:
-    params.update(
-        lexemes=[t.lexeme for t in stats.terms],
-        idfs=[t.idf for t in stats.terms],
-        match=" | ".join(tsquery_literal(t.lexeme) for t in candidates),
-        avgdl=stats.avgdl,
-    )
-    return sql.SQL(_KEYWORD).format(
-        chunks=store.t("chunks"),
-        generation=sql.SQL("c.") + generation_filter(store.namespace, stats.generation),
-    )
-
-
-def _vector_part(
+@lru_cache(maxsize=256)
+def statement(
     store: Store,
-    stats: Stats,
-    query_vector: Vector,
-    model: str,
-    params: dict[str, Any],
-    *,
+    generation: int,
+    keyword: bool,
+    vector: tuple[str, int] | None,
     exact: bool,
-) -> sql.Composable:
-    """Nearest chunks through the HNSW index, or (``exact``) by comparing every vector: the
-    bare column does not match the index's expression, so the planner cannot use it."""
-    dims = int(query_vector.shape[0])
-    params["qvec"] = np.asarray(query_vector, dtype=np.float32)
-    return sql.SQL(_VECTOR).format(
-        expr=sql.SQL("c.embedding") if exact else sql.SQL("c.") + vector_expr(dims),
-        dims=sql.Literal(dims),
-        chunks=store.t("chunks"),
-        generation=sql.SQL("c.") + generation_filter(store.namespace, stats.generation),
-        vfilter=sql.SQL("c.") + vector_filter(model, dims),
-    )
-
-
-def _fetch(
-    conn: Conn, store: Store, ctes: dict[str, sql.Composable], params: dict[str, Any]
-) -> tuple[int | None, list[Candidate], list[Candidate]]:
-    """Run the candidate statement; (active generation, keyword, vector candidates)."""
-    parts = [
-        sql.SQL("SELECT {} AS kind, id, score FROM {}").format(sql.Literal(k), sql.Identifier(name))
-        for k, name in (("k", "kw"), ("v", "vec"))
-        if name in ctes
-    ]
+) -> str:
+    """The search statement's text for one generation and shape (cached: its text is what
+    the connection's prepared statements are keyed on)."""
+    ns = sql.Literal(store.namespace)
+    where = generation_filter(store.namespace, generation)
+    ctes: list[sql.Composable] = []
+    parts: list[sql.Composable] = []
+    if keyword:
+        ctes.append(
+            sql.SQL(_KEYWORD).format(
+                generations=store.t("generations"),
+                term_stats=store.t("term_stats"),
+                blocks=store.t("posting_blocks"),
+                postings=store.t("postings"),
+                gen_g=where,
+                gen_s=generation_filter(store.namespace, generation, "s"),
+                gen_b=generation_filter(store.namespace, generation, "b"),
+                gen_p=generation_filter(store.namespace, generation, "p"),
+                seed=sql.Literal(SEED_BLOCKS),
+                size=sql.Literal(BLOCK_SIZE),
+                last=sql.Literal(BLOCK_SIZE - 1),
+                block_bound=sql.SQL(_bm25("b.max_tf", "b.min_len")),
+                score=sql.SQL(_bm25("p.tf", "p.len")),
+            )
+        )
+        parts.append(sql.SQL("SELECT 'k' AS kind, id, score FROM kw"))
+    cosine: sql.Composable = sql.SQL("NULL::float8")
+    if vector is not None:
+        model, dims = vector
+        expr = sql.SQL("c.embedding") if exact else sql.SQL("c.") + vector_expr(dims)
+        ctes.append(
+            sql.SQL(_VECTOR).format(
+                expr=expr,
+                dims=sql.Literal(dims),
+                chunks=store.t("chunks"),
+                gen_c=generation_filter(store.namespace, generation, "c"),
+                vfilter=vector_filter(model, dims),
+            )
+        )
+        parts.append(sql.SQL("SELECT 'v' AS kind, id, score FROM vec"))
+        cosine = sql.SQL(
+            "CASE WHEN r.kind = 'k' AND c.{vfilter} THEN "
+            "1 - (c.embedding::vector({dims}) <=> %(qvec)s::vector({dims})) END"
+        ).format(vfilter=vector_filter(model, dims), dims=sql.Literal(dims))
     query = (
         sql.SQL("WITH ")
-        + sql.SQL(",").join(ctes.values())
+        + sql.SQL(",").join(ctes)
         + sql.SQL(_TAIL).format(
+            cosine=cosine,
             parts=sql.SQL(" UNION ALL ").join(parts),
             chunks=store.t("chunks"),
             namespaces=store.t("namespaces"),
+            generations=store.t("generations"),
+            ns=ns,
         )
     )
-    active: int | None = None
+    return query.as_string(None)
+
+
+def active(conn: Conn, store: Store) -> Active | None:
+    """The namespace's active generation and its size (None before the first index)."""
+    row = conn.execute(
+        store.q(
+            "SELECT n.generation, g.chunk_count FROM {n} n JOIN {g} g "
+            "USING (namespace, generation) WHERE n.namespace = %s",
+            n="namespaces",
+            g="generations",
+        ),
+        (store.namespace,),
+    ).fetchone()
+    return None if row is None else Active(int(row[0]), int(row[1]))
+
+
+def run_search(
+    conn: Conn,
+    store: Store,
+    known: Active | None,
+    *,
+    terms: QueryTerms | None,
+    query_vector: Vector | None,
+    model: str,
+    limit: int,
+    exact_below: int,
+) -> tuple[Found, Active | None]:
+    """Up to ``limit`` keyword and ``limit`` vector candidates of the active generation, and
+    the active generation as the statement saw it (pass it as ``known`` next time).
+
+    Keyword ``text_score`` is the raw BM25 score here; callers scale it.
+    """
+    use_vector = query_vector is not None and bool(query_vector.any())
+    params: dict[str, Any] = {"limit": limit}
+    if terms is not None:
+        params["lexemes"] = list(terms.lexemes)
+    vector: tuple[str, int] | None = None
+    if use_vector:
+        assert query_vector is not None
+        params["qvec"] = np.asarray(query_vector, dtype=np.float32)
+        vector = (model, int(query_vector.shape[0]))
+    if terms is None and vector is None:
+        return Found([], []), known
+    found = Found([], [])
+    for _ in range(ATTEMPTS):
+        if known is None:
+            known = active(conn, store)
+            if known is None:
+                return Found([], [], indexed=False), None
+        text = statement(
+            store, known.generation, terms is not None, vector, known.chunks < exact_below
+        )
+        rows = conn.execute(text, params, prepare=True).fetchall()
+        found, now = _found(rows)
+        if now == known:
+            return found, known
+        if now is None or now.generation == known.generation:
+            return found, now  # same generation, other size: next search adapts
+        known = now
+    return found, known
+
+
+def _found(rows: list[tuple[Any, ...]]) -> tuple[Found, Active | None]:
+    now: Active | None = None
     keyword: list[Candidate] = []
     vector: list[Candidate] = []
-    for kind, score, chunk_id, path, start, end, text in conn.execute(query, params).fetchall():
+    cosines: dict[str, float] = {}
+    for kind, score, chunk_id, path, start, end, text, cosine in rows:
         if kind == "g":
-            active = int(score)
+            now = Active(int(score), int(chunk_id))
             continue
         cand = Candidate(
             id=str(chunk_id), path=path, start_line=start, end_line=end, text=text, source=SOURCE
@@ -225,55 +310,11 @@ def _fetch(
         if kind == "k":
             cand.text_score = float(score)
             keyword.append(cand)
+            if cosine is not None:
+                cosines[cand.id] = max(0.0, min(1.0, float(cosine)))
         else:
             cand.vector_score = cand.score = max(0.0, min(1.0, float(score)))
             vector.append(cand)
     keyword.sort(key=lambda c: (-c.text_score, int(c.id)))
     vector.sort(key=lambda c: (-c.vector_score, int(c.id)))  # ties in insertion order
-    return active, keyword, vector
-
-
-def run_search(
-    conn: Conn,
-    store: Store,
-    *,
-    terms: QueryTerms | None,
-    query_vector: Vector | None,
-    model: str,
-    limit: int,
-    ef_search: int,
-    exact_below: int,
-) -> Found:
-    """Fetch up to ``limit`` keyword and ``limit`` vector candidates of the active generation.
-
-    A generation of fewer than ``exact_below`` chunks is searched exactly (as the builtin
-    backend does), a larger one through its HNSW index. Keyword ``text_score`` is the raw BM25
-    score here; callers scale it.
-    """
-    use_vector = query_vector is not None and bool(query_vector.any())
-    for _ in range(ATTEMPTS):
-        stats = _stats(conn, store, terms, max(ef_search, limit))
-        if stats is None:
-            return Found([], [])
-        ctes: dict[str, sql.Composable] = {}
-        params: dict[str, Any] = {"ns": store.namespace, "limit": limit, "k1": K1, "b": B}
-        count = first_candidate_terms(stats.terms) if stats.terms else 0
-        if count:
-            ctes["kw"] = _keyword_part(store, stats, stats.terms[:count], params)
-        if use_vector:
-            assert query_vector is not None
-            exact = stats.chunks < exact_below
-            ctes["vec"] = _vector_part(store, stats, query_vector, model, params, exact=exact)
-        if not ctes:
-            return Found([], [])
-        active, keyword, vector = _fetch(conn, store, ctes, params)
-        while count and not is_complete(
-            [c.text_score for c in keyword], stats.terms[count:], limit
-        ):
-            count = len(stats.terms) if count * 2 >= len(stats.terms) else count * 2
-            kw_params: dict[str, Any] = {"ns": store.namespace, "limit": limit, "k1": K1, "b": B}
-            part = _keyword_part(store, stats, stats.terms[:count], kw_params)
-            active, keyword, _ = _fetch(conn, store, {"kw": part}, kw_params)
-        if active == stats.generation:
-            return Found(keyword, vector)
-    return Found(keyword, vector)
+    return Found(keyword, vector, cosines), now

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from . import copy_binary
 from .db import Conn
 from .lexemes import index_text
+from .postings import Posting, Postings
 from .schema import drop_generation_indexes
 
 SOURCE = "memory"
@@ -41,13 +42,15 @@ class ChunkRow:
 
 @dataclass(frozen=True)
 class FileRow:
-    """A file as indexed: content hash, stat data and the host that indexed it."""
+    """A file as indexed: content hash, stat data, the host that indexed it and the checkout
+    (``writer``) it came from."""
 
     path: str
     hash: str
     mtime_ns: int
     size: int
     host: str
+    writer: str
 
 
 @dataclass(frozen=True)
@@ -87,11 +90,15 @@ class Loaded:
 
 
 def _loaded(rows: Iterable[Sequence[Any]]) -> Loaded:
-    """``Loaded`` of deleted rows (``ntokens``, the distinct lexemes of their ``tsv``)."""
+    """``Loaded`` of deleted rows (id, ``ntokens``, the distinct lexemes of their ``tsv``)."""
     loaded = Loaded()
-    for tokens, lexemes in rows:
+    for _, tokens, lexemes in rows:
         loaded.add(int(tokens), lexemes)
     return loaded
+
+
+def _file_row(r: Sequence[Any]) -> FileRow:
+    return FileRow(r[0], r[1], int(r[2]), int(r[3]), r[4], r[5])
 
 
 def _array(value: Any) -> Any:
@@ -112,6 +119,7 @@ class Store:
     def __init__(self, schema: str, namespace: str) -> None:
         self.schema = schema
         self.namespace = namespace
+        self.postings = Postings(schema, namespace)
 
     def t(self, name: str) -> sql.Identifier:
         return sql.Identifier(self.schema, name)
@@ -128,6 +136,37 @@ class Store:
             (self.namespace,),
         ).fetchone()
         return None if row is None else Active(int(row[0]), dict(row[1]))
+
+    def postings_ready(self, conn: Conn) -> bool:
+        """Whether the active generation has its keyword postings (true with no index yet)."""
+        row = conn.execute(
+            self.q(
+                "SELECT g.postings FROM {n} n JOIN {g} g USING (namespace, generation) "
+                "WHERE n.namespace = %s",
+                n="namespaces",
+                g="generations",
+            ),
+            (self.namespace,),
+        ).fetchone()
+        return row is None or bool(row[0])
+
+    def lock_active(self, conn: Conn) -> int | None:
+        """Inside a transaction: the active generation, its namespace row locked (file
+        transactions and generation switches wait)."""
+        row = conn.execute(
+            self.q("SELECT generation FROM {n} WHERE namespace = %s FOR UPDATE", n="namespaces"),
+            (self.namespace,),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def mark_postings_ready(self, conn: Conn, generation: int) -> None:
+        conn.execute(
+            self.q(
+                "UPDATE {g} SET postings = true WHERE namespace = %s AND generation = %s",
+                g="generations",
+            ),
+            (self.namespace, generation),
+        )
 
     def begin_generation(self, conn: Conn, identity: Mapping[str, Any], host: str) -> int:
         """Start building a new generation (the caller holds the namespace's rebuild lock).
@@ -146,8 +185,8 @@ class Store:
             generation = int(row[0]) if row else 1
             conn.execute(
                 self.q(
-                    "INSERT INTO {g} (namespace, generation, identity, state, created_by) "
-                    "VALUES (%s, %s, %s, 'building', %s)",
+                    "INSERT INTO {g} (namespace, generation, identity, state, created_by, "
+                    "postings) VALUES (%s, %s, %s, 'building', %s, true)",
                     g="generations",
                 ),
                 (self.namespace, generation, Jsonb(dict(identity)), host),
@@ -197,7 +236,7 @@ class Store:
             for generation in generations:
                 drop_generation_indexes(conn, self.schema, self.namespace, generation)
             if generations:
-                for table in ("chunks", "files", "term_stats"):
+                for table in ("chunks", "files", "term_stats", "postings", "posting_blocks"):
                     conn.execute(
                         self.q(
                             "DELETE FROM {t} WHERE namespace = %s AND generation = ANY(%s)",
@@ -211,13 +250,13 @@ class Store:
     def files(self, conn: Conn, generation: int) -> dict[str, FileRow]:
         rows = conn.execute(
             self.q(
-                "SELECT path, hash, mtime_ns, size, host FROM {f} "
+                "SELECT path, hash, mtime_ns, size, host, writer FROM {f} "
                 "WHERE namespace = %s AND generation = %s AND source = %s",
                 f="files",
             ),
             (self.namespace, generation, SOURCE),
         ).fetchall()
-        return {r[0]: FileRow(r[0], r[1], int(r[2]), int(r[3]), r[4]) for r in rows}
+        return {r[0]: _file_row(r) for r in rows}
 
     def lock_file(self, conn: Conn, generation: int, path: str) -> bool:
         """Inside a transaction: lock ``path`` and check ``generation`` is still active.
@@ -240,13 +279,13 @@ class Store:
     def file_row(self, conn: Conn, generation: int, path: str) -> FileRow | None:
         row = conn.execute(
             self.q(
-                "SELECT path, hash, mtime_ns, size, host FROM {f} WHERE namespace = %s "
+                "SELECT path, hash, mtime_ns, size, host, writer FROM {f} WHERE namespace = %s "
                 "AND generation = %s AND source = %s AND path = %s",
                 f="files",
             ),
             (self.namespace, generation, SOURCE, path),
         ).fetchone()
-        return None if row is None else FileRow(row[0], row[1], int(row[2]), int(row[3]), row[4])
+        return None if row is None else _file_row(row)
 
     def replace_chunks(
         self, conn: Conn, generation: int, path: str, chunks: Sequence[ChunkRow], model: str
@@ -267,14 +306,20 @@ class Store:
         if stale:
             rows = conn.execute(
                 self.q(
-                    "DELETE FROM {c} WHERE id = ANY(%s) RETURNING ntokens, tsvector_to_array(tsv)",
+                    "DELETE FROM {c} WHERE id = ANY(%s) "
+                    "RETURNING id, ntokens, tsvector_to_array(tsv)",
                     c="chunks",
                 ),
                 (stale,),
             ).fetchall()
             removed = _loaded(rows)
+            self.postings.delete(conn, generation, [(int(r[0]), r[2]) for r in rows])
         added = self.insert_chunks(
-            conn, generation, [(path, [c for c in chunks if c.key not in kept])], model
+            conn,
+            generation,
+            [(path, [c for c in chunks if c.key not in kept])],
+            model,
+            bounds=True,
         )
         self.apply_delta(conn, generation, added, removed)
 
@@ -284,12 +329,18 @@ class Store:
         generation: int,
         files: Sequence[tuple[str, Sequence[ChunkRow]]],
         model: str,
+        *,
+        bounds: bool,
     ) -> Loaded:
-        """COPY the chunks of ``files`` (path, chunks) in, in one binary COPY; returns what
-        they add to the generation's statistics."""
+        """COPY the chunks of ``files`` (path, chunks) and their postings in, each in one
+        binary COPY; returns what they add to the generation's statistics. ``bounds`` raises
+        the block bounds now (a full rebuild computes them all at the end instead)."""
         loaded = Loaded()
-        if not any(chunks for _, chunks in files):
+        count = sum(len(chunks) for _, chunks in files)
+        if not count:
             return loaded
+        ids = self._new_ids(conn, count)
+        postings: list[Posting] = []
         prefix = (
             copy_binary.text(self.namespace),
             copy_binary.int8(generation),
@@ -298,14 +349,21 @@ class Store:
         model_field = copy_binary.text(model)
 
         def rows() -> Iterator[bytes]:
+            chunk_ids = iter(ids)
             for path, chunks in files:
                 path_field = copy_binary.text(path)
                 for chunk in chunks:
+                    chunk_id = next(chunk_ids)
                     indexed = index_text(chunk.text)
                     loaded.add(indexed.length, indexed.lexemes)
+                    postings.extend(
+                        (lexeme, chunk_id, len(positions), indexed.length)
+                        for lexeme, positions in indexed.entries
+                    )
                     vector = chunk.embedding
                     yield copy_binary.row(
                         (
+                            copy_binary.int8(chunk_id),
                             *prefix,
                             path_field,
                             copy_binary.int4(chunk.start_line),
@@ -323,11 +381,22 @@ class Store:
         copy_binary.copy_rows(
             conn,
             self.t("chunks"),
-            "namespace, generation, source, path, start_line, end_line, hash, model, text, "
+            "id, namespace, generation, source, path, start_line, end_line, hash, model, text, "
             "tsv, ntokens, dims, embedding",
             rows(),
         )
+        self.postings.copy(conn, generation, postings)
+        if bounds:
+            self.postings.raise_bounds(conn, generation, postings)
         return loaded
+
+    def _new_ids(self, conn: Conn, count: int) -> list[int]:
+        """``count`` fresh chunk ids from the table's sequence (one round trip)."""
+        rows = conn.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+            (f"{self.schema}.chunks", count),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
 
     def apply_delta(self, conn: Conn, generation: int, added: Loaded, removed: Loaded) -> None:
         """Add ``added`` and subtract ``removed`` from the generation's counts and document
@@ -386,7 +455,7 @@ class Store:
         copy_binary.copy_rows(
             conn,
             self.t("files"),
-            "namespace, generation, source, path, hash, mtime_ns, size, host",
+            "namespace, generation, source, path, hash, mtime_ns, size, host, writer",
             (
                 copy_binary.row(
                     (
@@ -396,6 +465,7 @@ class Store:
                         copy_binary.int8(r.mtime_ns),
                         copy_binary.int8(r.size),
                         copy_binary.text(r.host),
+                        copy_binary.text(r.writer),
                     )
                 )
                 for r in rows
@@ -405,10 +475,11 @@ class Store:
     def upsert_file(self, conn: Conn, generation: int, row: FileRow) -> None:
         conn.execute(
             self.q(
-                "INSERT INTO {f} (namespace, generation, source, path, hash, mtime_ns, size, host)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, generation, "
-                "source, path) DO UPDATE SET hash = EXCLUDED.hash, mtime_ns = EXCLUDED.mtime_ns,"
-                " size = EXCLUDED.size, host = EXCLUDED.host, updated_at = now()",
+                "INSERT INTO {f} (namespace, generation, source, path, hash, mtime_ns, size, host,"
+                " writer) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, "
+                "generation, source, path) DO UPDATE SET hash = EXCLUDED.hash, mtime_ns = "
+                "EXCLUDED.mtime_ns, size = EXCLUDED.size, host = EXCLUDED.host, writer = "
+                "EXCLUDED.writer, updated_at = now()",
                 f="files",
             ),
             (
@@ -420,6 +491,7 @@ class Store:
                 row.mtime_ns,
                 row.size,
                 row.host,
+                row.writer,
             ),
         )
 
@@ -427,11 +499,12 @@ class Store:
         rows = conn.execute(
             self.q(
                 "DELETE FROM {c} WHERE namespace = %s AND generation = %s AND source = %s "
-                "AND path = %s RETURNING ntokens, tsvector_to_array(tsv)",
+                "AND path = %s RETURNING id, ntokens, tsvector_to_array(tsv)",
                 c="chunks",
             ),
             (self.namespace, generation, SOURCE, path),
         ).fetchall()
+        self.postings.delete(conn, generation, [(int(r[0]), r[2]) for r in rows])
         conn.execute(
             self.q(
                 "DELETE FROM {f} WHERE namespace = %s AND generation = %s AND source = %s "
