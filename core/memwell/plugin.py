@@ -93,6 +93,7 @@ if TYPE_CHECKING:
         ToolHints,
     )
     from .embedding_runtime import (
+        LADDER_STEPS,
         EmbeddingRuntime,
     )
     from .embeddings import (
@@ -148,6 +149,7 @@ if TYPE_CHECKING:
         is_cjk_char,
         segment_for_fts,
     )
+    from .retrieval.coverage import measure_coverage, term_weights
     from .retrieval.file_scan import (
         ScanOutcome,
     )
@@ -176,6 +178,7 @@ if TYPE_CHECKING:
         normalize_extra_paths,
         scan_memory_files,
     )
+    from .sources.sessions import layout_name
     from .textgen.base import (
         TextGenerator,
     )
@@ -252,6 +255,10 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "parse_arguments": "tools",
     "tool_definitions": "tools",
     "CliContext": "cli.main:Context",
+    "LADDER_STEPS": "embedding_runtime",
+    "measure_coverage": "retrieval.coverage",
+    "term_weights": "retrieval.coverage",
+    "layout_name": "sources.sessions",
 }
 
 _C = TypeVar("_C")
@@ -292,6 +299,7 @@ __all__ = [
     "CJK_CLASS",
     "FALLBACK_FILE",
     "FTS_ONLY_MODEL",
+    "LADDER_STEPS",
     "MEMORY_DIR",
     "PLUGIN_API_VERSION",
     "READ_ONLY",
@@ -378,11 +386,13 @@ __all__ = [
     "is_cjk_char",
     "keyword_boost",
     "keyword_floor",
+    "layout_name",
     "list_memory_files",
     "list_session_files",
     "load_settings",
     "looks_like_prompt_injection",
     "mean_vector",
+    "measure_coverage",
     "memory_prompt_section",
     "normalize_extra_paths",
     "open_memory",
@@ -407,6 +417,7 @@ __all__ = [
     "session_entry_hash",
     "sha256_hex",
     "stat_source_file",
+    "term_weights",
     "to_results",
     "tokenize",
     "tool_definitions",
