@@ -26,7 +26,25 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    pass
+    from . import sqlite_errors
+    from .blas import blas_threads, single_blas_thread
+    from .lazy_import import lazy_logger, lazy_module
+    from .remote import (
+        BatchError,
+        BatchingRemoteProvider,
+        BatchLine,
+        RemoteProviderConfig,
+        collect_batch_vectors,
+        endpoint_create,
+        jsonl,
+        merge_headers,
+        parse_openai_batch_line,
+        status_error,
+        transport_error,
+    )
+    from .retry import RetryPolicy
+    from .textgen.remote import WHAT as TEXTGEN_WHAT
+    from .textgen.remote import RemoteTextGenerator, remote_text_generator_spec
 
 _WHERE = {
     "BatchError": "remote",
@@ -61,4 +79,25 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(f"memwell.{module}"), attr or name)
 
 
-__all__ = sorted([*_WHERE, "sqlite_errors"])
+__all__ = [
+    "TEXTGEN_WHAT",
+    "BatchError",
+    "BatchLine",
+    "BatchingRemoteProvider",
+    "RemoteProviderConfig",
+    "RemoteTextGenerator",
+    "RetryPolicy",
+    "blas_threads",
+    "collect_batch_vectors",
+    "endpoint_create",
+    "jsonl",
+    "lazy_logger",
+    "lazy_module",
+    "merge_headers",
+    "parse_openai_batch_line",
+    "remote_text_generator_spec",
+    "single_blas_thread",
+    "sqlite_errors",
+    "status_error",
+    "transport_error",
+]

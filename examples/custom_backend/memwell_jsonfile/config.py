@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memwell.records import Record
+from memwell.plugin import Record
 
 
 class JsonFileConfig(Record, forbid_unknown_fields=True):

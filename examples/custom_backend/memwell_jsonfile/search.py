@@ -14,12 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.cjk import CJK_CLASS, segment_for_index, segment_query_terms
-from memwell.retrieval.fts_query import keyword_boost
-from memwell.retrieval.fts_query import query_terms as boost_terms
-from memwell.retrieval.keywords import tokenize
-from memwell.retrieval.stopwords import ALL_STOPWORDS
+from memwell.plugin import (
+    ALL_STOPWORDS,
+    CJK_CLASS,
+    Candidate,
+    keyword_boost,
+    segment_for_index,
+    segment_query_terms,
+    tokenize,
+)
+from memwell.plugin import query_terms as boost_terms
 
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 

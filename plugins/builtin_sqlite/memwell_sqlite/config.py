@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from memwell.records import Record
+from memwell.plugin import Record
 
 
 class BuiltinConfig(Record, forbid_unknown_fields=True):

@@ -12,8 +12,8 @@ import enum
 import errno
 import re
 
-from memwell import sqlite_errors
-from memwell.errors import BackendUnavailableError, MemwellError
+from memwell.plugin import BackendUnavailableError, MemwellError
+from memwell.plugin_sdk import sqlite_errors
 
 
 class Fault(enum.Enum):

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memwell.config import MemwellSettings
-from memwell.lazy_import import lazy_logger
+from memwell.plugin import MemwellSettings
+from memwell.plugin_sdk import lazy_logger
 
 from .faults import Fault, classify
 from .integrity import index_problem

@@ -7,26 +7,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
-from memwell.config import MemwellSettings
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.lazy_import import lazy_logger
-from memwell.models import SyncProgress
-from memwell.retrieval.chunking import (
+from memwell.plugin import (
     CHARS_PER_TOKEN,
     Chunk,
+    EmbeddingRuntime,
+    MemwellSettings,
+    SyncProgress,
     chunk_ids,
     chunk_markdown,
+    enforce_input_limit,
+    list_session_files,
+    parse_session_jsonl,
+    read_source_file,
     remap_lines,
+    scan_memory_files,
+    session_entry_hash,
     sha256_hex,
+    stat_source_file,
 )
-from memwell.retrieval.limits import enforce_input_limit
-from memwell.sources.discovery import read_source_file, scan_memory_files, stat_source_file
-from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
+from memwell.plugin_sdk import lazy_logger
 
 from .store import ChunkRow, FileState, IndexStore
 
 if TYPE_CHECKING:
-    from memwell.embeddings import Vector
+    from memwell.plugin import Vector
 
 log = lazy_logger(__name__)
 

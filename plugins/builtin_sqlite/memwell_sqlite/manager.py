@@ -8,30 +8,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
-from memwell.curation.session_delta import SessionDeltaTracker
-from memwell.descriptors import BackendContext
-from memwell.embedding_runtime import LADDER_STEPS
-from memwell.embeddings import EmbeddingProvider
-from memwell.errors import ProviderError
-from memwell.lazy_import import lazy_logger, lazy_module
-from memwell.manager import ProgressCallback
-from memwell.models import (
+from memwell.plugin import (
+    CALIBRATION_ID,
+    CHUNKER_VERSION,
+    FALLBACK_FILE,
+    LADDER_STEPS,
+    REINDEX_PENDING,
+    BackendContext,
     CacheStatus,
+    Calibration,
+    Candidate,
+    EmbeddingProvider,
     FtsStatus,
+    MemoryBackend,
     ProbeResult,
+    ProgressCallback,
+    ProviderError,
+    QueryVectors,
     SearchDegradation,
     SearchMode,
+    SearchRequest,
+    SessionDeltaTracker,
     SourceCount,
     VectorStatus,
+    calibrate,
+    list_memory_files,
+    list_session_files,
+    normalize_extra_paths,
 )
-from memwell.provider_fallback import FALLBACK_FILE
-from memwell.recall.query_vectors import QueryVectors
-from memwell.retrieval.calibration import CALIBRATION_ID, Calibration, calibrate
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.chunking import CHUNKER_VERSION
-from memwell.sources.discovery import list_memory_files, normalize_extra_paths
-from memwell.sources.sessions import list_session_files
+from memwell.plugin_sdk import lazy_logger, lazy_module
 
 from .config import BuiltinConfig
 from .faults import Fault, IndexReadOnlyError, classify, disk_full_error
@@ -44,7 +49,7 @@ from .vectors import VectorIndex
 
 if TYPE_CHECKING:
     import numpy as np
-    from memwell.embeddings import Matrix
+    from memwell.plugin import Matrix
 
     from .watcher import MemoryWatcher
 else:

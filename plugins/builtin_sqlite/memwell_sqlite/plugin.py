@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from memwell.descriptors import BackendContext, SearchBackend
-from memwell.hookspecs import hookimpl
+from memwell.plugin import BackendContext, SearchBackend, hookimpl
 
 from .config import BuiltinConfig
 from .driver import capabilities

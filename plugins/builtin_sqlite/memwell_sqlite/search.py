@@ -9,23 +9,28 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memwell.config import MemwellSettings
-from memwell.lazy_import import lazy_module
-from memwell.retrieval.calibration import Calibration
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.cjk import is_cjk_char
-from memwell.retrieval.coverage import measure_coverage, term_weights
-from memwell.retrieval.file_scan import ScanOutcome, scan_memory_files
-from memwell.retrieval.file_similarity import blend_file_similarity
-from memwell.retrieval.fts_query import build_fts_query
-from memwell.retrieval.keywords import extract_keywords
-from memwell.retrieval.pipeline import fuse_hybrid, rank_keyword_only
+from memwell.plugin import (
+    Calibration,
+    Candidate,
+    MemwellSettings,
+    ScanOutcome,
+    blend_file_similarity,
+    build_fts_query,
+    extract_keywords,
+    file_scan_search,
+    fuse_hybrid,
+    is_cjk_char,
+    measure_coverage,
+    rank_keyword_only,
+    term_weights,
+)
+from memwell.plugin_sdk import lazy_module
 
 from .store import IndexStore
 
 if TYPE_CHECKING:
     import numpy as np
-    from memwell.embeddings import Vector
+    from memwell.plugin import Vector
 else:
     np = lazy_module("numpy")
 
@@ -169,7 +174,7 @@ class Searcher:
             return [], ScanOutcome([], 0, ["session transcripts are not scanned"])
         limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
         chunking = self.settings.chunking
-        outcome = scan_memory_files(
+        outcome = file_scan_search(
             self.workspace,
             query,
             limit=limit,

@@ -10,24 +10,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
-from memwell import sqlite_errors
-from memwell.lazy_import import lazy_module
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.file_similarity import mean_vector
-from memwell.retrieval.fts_query import (
+from memwell.plugin import (
+    Candidate,
     ChunkTerms,
     FtsQuery,
     bm25_rank_to_score,
     fts_phrase,
     fts_text_and_terms,
+    mean_vector,
 )
+from memwell.plugin_sdk import lazy_module, sqlite_errors
 
 from .driver import DriverInfo, attach_vec, open_connection
 from .faults import IndexDamagedError
 
 if TYPE_CHECKING:
     import numpy as np
-    from memwell.embeddings import Matrix, Vector
+    from memwell.plugin import Matrix, Vector
 else:
     np = lazy_module("numpy")
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from memwell.blas import single_blas_thread
-from memwell.lazy_import import lazy_module
+from memwell.plugin_sdk import lazy_module, single_blas_thread
 
 from .store import IndexStore
 
 if TYPE_CHECKING:
     import numpy as np
-    from memwell.embeddings import Matrix, Vector
+    from memwell.plugin import Matrix, Vector
 else:
     np = lazy_module("numpy")
 

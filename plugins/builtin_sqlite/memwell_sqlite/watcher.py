@@ -6,9 +6,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Any
 
-from memwell.debounce import Debouncer
-from memwell.lazy_import import lazy_logger
-from memwell.sources.sessions import layout_name
+from memwell.plugin import Debouncer, layout_name
+from memwell.plugin_sdk import lazy_logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 

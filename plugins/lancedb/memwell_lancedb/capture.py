@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memwell.agent import TurnMessage, looks_like_prompt_injection
+from memwell.plugin import TurnMessage, looks_like_prompt_injection
 
 MIN_CAPTURE_CHARS = 10
 MAX_CAPTURES_PER_TURN = 3

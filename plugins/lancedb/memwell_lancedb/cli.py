@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
-from memwell.cli.main import Context
-from memwell.errors import MemwellError
+from memwell.plugin import CliContext, MemwellError
 
 from .journal import format_timestamp
 from .memory import RECALL_LIMIT, Memory
@@ -17,11 +16,11 @@ from .memory import RECALL_LIMIT, Memory
 if TYPE_CHECKING:  # the manager imports LanceDB, which takes seconds: only when a command runs
     from .manager import LanceMemoryManager
 
-pass_ctx = click.make_pass_decorator(Context)
+pass_ctx = click.make_pass_decorator(CliContext)
 SEARCH_MIN_SCORE = 0.3
 
 
-def _open(ctx: Context) -> LanceMemoryManager:
+def _open(ctx: CliContext) -> LanceMemoryManager:
     """The workspace's memory opened with the ``lancedb`` backend."""
     from .manager import as_lance_manager
 
@@ -63,7 +62,7 @@ def ltm() -> None:
 @click.option("-n", "--limit", type=click.IntRange(1), default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
-def list_memories(ctx: Context, limit: int, as_json: bool) -> None:
+def list_memories(ctx: CliContext, limit: int, as_json: bool) -> None:
     """List memories, newest first."""
     with _user_errors():
         memories = _open(ctx).memories.list(limit=limit)
@@ -81,7 +80,7 @@ def list_memories(ctx: Context, limit: int, as_json: bool) -> None:
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=SEARCH_MIN_SCORE)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
-def search(ctx: Context, query: str, limit: int, min_score: float, as_json: bool) -> None:
+def search(ctx: CliContext, query: str, limit: int, min_score: float, as_json: bool) -> None:
     """Find the memories most similar to QUERY."""
     with _user_errors():
         hits = _open(ctx).memories.recall(query, limit=limit, min_score=min_score)
@@ -96,7 +95,7 @@ def search(ctx: Context, query: str, limit: int, min_score: float, as_json: bool
 @ltm.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
-def stats(ctx: Context, as_json: bool) -> None:
+def stats(ctx: CliContext, as_json: bool) -> None:
     """Count memories per category."""
     with _user_errors():
         manager = _open(ctx)
@@ -118,7 +117,7 @@ def stats(ctx: Context, as_json: bool) -> None:
 @click.option("--id", "memory_id", help="Delete the memory with this id.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
-def forget(ctx: Context, query: str | None, memory_id: str | None, as_json: bool) -> None:
+def forget(ctx: CliContext, query: str | None, memory_id: str | None, as_json: bool) -> None:
     """Delete a memory by --id, or by QUERY when exactly one memory clearly matches."""
     if (query is None) == (memory_id is None):
         raise click.UsageError("give either QUERY or --id")
@@ -137,7 +136,7 @@ def forget(ctx: Context, query: str | None, memory_id: str | None, as_json: bool
 @ltm.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
-def rebuild(ctx: Context, as_json: bool) -> None:
+def rebuild(ctx: CliContext, as_json: bool) -> None:
     """Recreate the memories table from the Markdown journal (re-embedding every entry)."""
     with _user_errors():
         report = _open(ctx).memories.rebuild_from_journal()

@@ -5,8 +5,7 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 import msgspec
-from memwell.config_validation import field_error
-from memwell.records import Record
+from memwell.plugin import Record, field_error
 
 #: Keys of ``storage_options`` that LanceDB Cloud (``db://``) takes as ``connect`` arguments.
 CLOUD_CONNECT_KEYS = ("api_key", "region", "host_override")

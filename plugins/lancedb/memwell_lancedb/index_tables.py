@@ -15,12 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-from memwell.backend import FTS_ONLY_MODEL
-from memwell.config import MemwellSettings
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.retrieval.chunking import CHUNKER_VERSION, sha256_hex
-from memwell.sources.discovery import list_memory_files, stat_source_file
-from memwell.sources.sessions import list_session_files
+from memwell.plugin import (
+    CHUNKER_VERSION,
+    FTS_ONLY_MODEL,
+    EmbeddingRuntime,
+    MemwellSettings,
+    list_memory_files,
+    list_session_files,
+    sha256_hex,
+    stat_source_file,
+)
 
 from .db import LanceDatabase, Table, sql_literal, vector_type
 

@@ -17,14 +17,21 @@ from typing import Any
 
 import numpy as np
 from lancedb.index import FTS  # type: ignore[import-untyped,unused-ignore]
-from memwell.embeddings import Vector
-from memwell.manager import ProgressCallback
-from memwell.models import SyncProgress
-from memwell.retrieval.chunking import Chunk, chunk_ids, chunk_markdown, remap_lines
-from memwell.retrieval.cjk import segment_for_index
-from memwell.retrieval.limits import enforce_input_limit
-from memwell.sources.discovery import read_source_file, stat_source_file
-from memwell.sources.sessions import parse_session_jsonl, session_entry_hash
+from memwell.plugin import (
+    Chunk,
+    ProgressCallback,
+    SyncProgress,
+    Vector,
+    chunk_ids,
+    chunk_markdown,
+    enforce_input_limit,
+    parse_session_jsonl,
+    read_source_file,
+    remap_lines,
+    segment_for_index,
+    session_entry_hash,
+    stat_source_file,
+)
 
 from .db import Table, arrow_rows, in_filters
 from .index_tables import FILES_SCHEMA, FTS_COLUMN, IndexTables, SyncStats, chunks_schema

@@ -11,16 +11,24 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from memwell.agent import TurnMessage, untrusted_block
-from memwell.backend import REINDEX_PENDING, MemoryBackend, SearchRequest
-from memwell.descriptors import BackendContext
-from memwell.errors import ProviderError
-from memwell.manager import ProgressCallback
-from memwell.models import FtsStatus, ProbeResult, SourceCount, VectorStatus
-from memwell.recall.manager import unwrap
-from memwell.recall.query_vectors import QueryVectors
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.chunking import sha256_hex
+from memwell.plugin import (
+    REINDEX_PENDING,
+    BackendContext,
+    Candidate,
+    FtsStatus,
+    MemoryBackend,
+    ProbeResult,
+    ProgressCallback,
+    ProviderError,
+    QueryVectors,
+    SearchRequest,
+    SourceCount,
+    TurnMessage,
+    VectorStatus,
+    sha256_hex,
+    untrusted_block,
+    unwrap,
+)
 
 from .capture import CaptureDecision, capture_importance, detect_category, select_captures
 from .config import LanceConfig, is_local_uri, resolve_uri

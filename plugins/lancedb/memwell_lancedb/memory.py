@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
-from memwell.sources.redact import redact
+from memwell.plugin import redact
 
 Category = Literal["preference", "decision", "entity", "fact", "other"]
 CATEGORIES: tuple[str, ...] = get_args(Category)

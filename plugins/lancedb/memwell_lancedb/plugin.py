@@ -10,9 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from memwell.agent import TurnMessage
-from memwell.descriptors import AgentTool, BackendContext, SearchBackend
-from memwell.hookspecs import hookimpl
+from memwell.plugin import AgentTool, BackendContext, SearchBackend, TurnMessage, hookimpl
 
 from .config import LanceConfig
 

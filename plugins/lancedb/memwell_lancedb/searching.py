@@ -10,11 +10,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from lancedb.query import MatchQuery  # type: ignore[import-untyped,unused-ignore]
-from memwell.embeddings import Vector
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.cjk import CJK_CLASS, segment_query_terms
-from memwell.retrieval.hybrid import clamp01
-from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.plugin import (
+    CJK_CLASS,
+    Candidate,
+    Vector,
+    clamp01,
+    fuse_hybrid,
+    keyword_floor,
+    rank_candidates,
+    segment_query_terms,
+)
 
 from .db import Table, in_filters
 from .index_tables import FTS_COLUMN, IndexTables

@@ -26,12 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-from memwell.agent import looks_like_prompt_injection
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.embeddings import Vector
-from memwell.errors import InvalidArgumentError, ProviderUnavailableError
-from memwell.retrieval.hybrid import clamp01
-from memwell.sources.redact import redact
+from memwell.plugin import (
+    EmbeddingRuntime,
+    InvalidArgumentError,
+    ProviderUnavailableError,
+    Vector,
+    clamp01,
+    looks_like_prompt_injection,
+    redact,
+)
 
 from .capture import is_trivial
 from .db import LanceDatabase, Table, arrow_rows, sql_literal, vector_type

@@ -19,9 +19,16 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from memwell.descriptors import READ_ONLY, AgentTool, ToolHints
-from memwell.errors import BackendUnavailableError
-from memwell.tools import BadArgument, error_text, optional_int, parse_arguments
+from memwell.plugin import (
+    READ_ONLY,
+    AgentTool,
+    BackendUnavailableError,
+    BadArgument,
+    ToolHints,
+    error_text,
+    optional_int,
+    parse_arguments,
+)
 
 from .memory import CATEGORIES, DEFAULT_IMPORTANCE, RECALL_LIMIT, MemoryHit, is_memory_id
 from .store import (

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-from memwell.config_validation import field_error
-from memwell.records import Record
+from memwell.plugin import Record, field_error
 
 
 class PostgresConfig(Record, forbid_unknown_fields=True):

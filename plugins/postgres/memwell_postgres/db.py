@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from memwell.errors import BackendUnavailableError, ConfigError
+from memwell.plugin import BackendUnavailableError, ConfigError
 from pgvector.psycopg import register_vector
 from psycopg import Connection, sql
 from psycopg.conninfo import conninfo_to_dict

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memwell.errors import MemwellError
+from memwell.plugin import MemwellError
 
 from .config import PostgresConfig
 from .db import connect_once, describe_dsn
@@ -71,9 +71,7 @@ def _vector_fact(installed: str | None, available: str | None) -> str:
 
 def diagnostics() -> dict[str, Any]:
     """``check_server`` with the ``[backends.postgres]`` section of the current workspace."""
-    from memwell.config import load_settings, plugin_config
-    from memwell.factory import resolve_workspace
-    from memwell.plugins import get_registry
+    from memwell.plugin import get_registry, load_settings, plugin_config, resolve_workspace
 
     registry = get_registry()
     settings = load_settings(resolve_workspace(None), registry=registry)

@@ -15,14 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memwell.config import MemwellSettings
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.embeddings import Vector
-from memwell.manager import ProgressCallback
-from memwell.models import SyncProgress
-from memwell.retrieval.chunking import CHARS_PER_TOKEN, CHUNKER_VERSION, Chunk, chunk_markdown
-from memwell.retrieval.limits import enforce_input_limit
-from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
+from memwell.plugin import (
+    CHARS_PER_TOKEN,
+    CHUNKER_VERSION,
+    Chunk,
+    EmbeddingRuntime,
+    MemwellSettings,
+    ProgressCallback,
+    SyncProgress,
+    Vector,
+    chunk_markdown,
+    enforce_input_limit,
+    list_memory_files,
+    read_source_file,
+    stat_source_file,
+)
 
 from .config import PostgresConfig, writer_of
 from .db import Conn, Database

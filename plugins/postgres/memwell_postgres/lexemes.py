@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
-from memwell.retrieval.cjk import segment_for_fts, segment_for_index
-from memwell.retrieval.fts_query import build_fts_query
+from memwell.plugin import build_fts_query, segment_for_fts, segment_for_index
 
 LEXEME_VERSION = 2
 """Bumped whenever the terms change; part of the index identity (a change reindexes)."""

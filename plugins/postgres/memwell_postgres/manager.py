@@ -12,12 +12,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from memwell.backend import MemoryBackend, SearchRequest
-from memwell.descriptors import BackendContext
-from memwell.manager import ProgressCallback
-from memwell.models import FtsStatus, ProbeResult, SourceCount, VectorStatus
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.pipeline import rank_keyword_only
+from memwell.plugin import (
+    BackendContext,
+    Candidate,
+    FtsStatus,
+    MemoryBackend,
+    ProbeResult,
+    ProgressCallback,
+    SearchRequest,
+    SourceCount,
+    VectorStatus,
+    rank_keyword_only,
+)
 
 from .config import PostgresConfig
 from .db import Database

@@ -35,8 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from memwell.embeddings import Vector
-from memwell.retrieval.candidate import Candidate
+from memwell.plugin import Candidate, Vector
 from psycopg import sql
 
 from .db import Conn

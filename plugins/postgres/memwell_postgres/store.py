@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from memwell.embeddings import Vector
+from memwell.plugin import Vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
+from memwell.plugin import MEMORY_DIR, ROOT_MEMORY_FILES
 
 from .config import QmdCollection
 from .errors import QmdCollectionConflict, QmdCollectionMissing, QmdTimeout

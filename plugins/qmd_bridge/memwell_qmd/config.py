@@ -5,8 +5,7 @@ import shlex
 from typing import Annotated, Literal
 
 import msgspec
-from memwell.config_validation import field_error
-from memwell.records import Record
+from memwell.plugin import Record, field_error
 
 COMMAND_ENV = "MEMWELL_QMD_COMMAND"
 SearchModeName = Literal["search", "vsearch", "query"]

@@ -11,7 +11,7 @@ import re
 import signal
 from collections.abc import Sequence
 
-from memwell.errors import BackendUnavailableError
+from memwell.plugin import BackendUnavailableError
 
 _TAIL_CHARS = 600
 

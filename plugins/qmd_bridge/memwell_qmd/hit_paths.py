@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
-from memwell import sqlite_errors
+from memwell.plugin_sdk import sqlite_errors
 
 from .collections import CollectionSpec
 from .errors import QmdBusy

@@ -13,21 +13,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memwell.backend import SearchRequest
-from memwell.descriptors import BackendContext
-from memwell.errors import BackendUnavailableError, PathNotAllowedError
-from memwell.manager import ProgressCallback
-from memwell.models import (
+from memwell.plugin import (
+    BackendContext,
+    BackendUnavailableError,
+    Candidate,
     FtsStatus,
+    PathNotAllowedError,
     ProbeResult,
+    ProgressCallback,
     ReadFileResult,
     SearchMode,
+    SearchRequest,
     SourceCount,
     SyncProgress,
     VectorStatus,
+    read_memory_file,
 )
-from memwell.retrieval.candidate import Candidate
-from memwell.sources.paths import read_memory_file
 
 from .backoff import Backoff
 from .command import check_version

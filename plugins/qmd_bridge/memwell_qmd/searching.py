@@ -10,10 +10,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from memwell.descriptors import BackendContext
-from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.snippets import truncate_snippet
-from memwell.retrieval.stopwords import ALL_STOPWORDS
+from memwell.plugin import ALL_STOPWORDS, BackendContext, Candidate, truncate_snippet
 
 from .backoff import Backoff
 from .config import QmdConfig, SearchModeName

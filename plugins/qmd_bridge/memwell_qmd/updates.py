@@ -17,8 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from memwell.backend import MemoryBackend
-from memwell.descriptors import BackendContext
+from memwell.plugin import BackendContext, MemoryBackend
 
 from .backoff import Backoff
 from .collections import desired_collections, reconcile

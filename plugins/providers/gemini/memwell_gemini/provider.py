@@ -15,13 +15,11 @@ from typing import Any
 import httpx2
 from google import genai
 from google.genai import errors, types
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError
-from memwell.remote import (
+from memwell.plugin import ProviderContext, ProviderError, RemoteEndpoint
+from memwell.plugin_sdk import (
     BatchError,
     BatchingRemoteProvider,
     BatchLine,
-    RemoteEndpoint,
     collect_batch_vectors,
     jsonl,
     status_error,

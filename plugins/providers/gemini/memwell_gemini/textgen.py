@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from google.genai import types
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError
-from memwell.remote import RemoteEndpoint
-from memwell.retry import RetryPolicy
-from memwell.textgen.remote import WHAT, RemoteTextGenerator
+from memwell.plugin import ProviderContext, ProviderError, RemoteEndpoint
+from memwell.plugin_sdk import TEXTGEN_WHAT, RemoteTextGenerator, RetryPolicy
 
 from .provider import DEFAULT_API_VERSION, gemini_client, gemini_sdk_error
 
@@ -37,4 +34,4 @@ class GeminiTextGenerator(RemoteTextGenerator):
         return response.text
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
-        return gemini_sdk_error(self.id, exc, what=WHAT)
+        return gemini_sdk_error(self.id, exc, what=TEXTGEN_WHAT)

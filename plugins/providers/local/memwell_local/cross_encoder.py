@@ -13,9 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderUnavailableError
-from memwell.records import Record
+from memwell.plugin import ProviderContext, ProviderUnavailableError, Record
 
 from .provider import _has_module, _locate_model
 

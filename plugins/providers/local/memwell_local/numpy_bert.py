@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from memwell.blas import blas_threads
-from memwell.embeddings import Matrix
+from memwell.plugin import Matrix
+from memwell.plugin_sdk import blas_threads
 
 from .bert_kernels import Array, gelu, layer_norm, packed_attention
 

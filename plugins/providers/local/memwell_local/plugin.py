@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import cast
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, RerankerSpec
-from memwell.embeddings import EmbeddingProvider
-from memwell.hookspecs import hookimpl
+from memwell.plugin import (
+    EmbeddingProvider,
+    EmbeddingProviderSpec,
+    ProviderContext,
+    RerankerSpec,
+    hookimpl,
+)
 
 from .cross_encoder import DEFAULT_RERANK_MODEL, RERANKER_ID, CrossEncoderConfig, create_reranker
 from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider

@@ -22,10 +22,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 import numpy as np
-from memwell.descriptors import ProviderContext
-from memwell.embeddings import Matrix, Vector
-from memwell.errors import ProviderError, ProviderUnavailableError
-from memwell.records import Record
+from memwell.plugin import (
+    Matrix,
+    ProviderContext,
+    ProviderError,
+    ProviderUnavailableError,
+    Record,
+    Vector,
+)
 
 from .heap import release_free_heap
 from .model_identity import model_digest

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import httpx2
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError
-from memwell.remote import RemoteEmbeddingProvider, RemoteEndpoint, status_error, transport_error
+from memwell.plugin import ProviderContext, ProviderError, RemoteEmbeddingProvider, RemoteEndpoint
+from memwell.plugin_sdk import status_error, transport_error
 from mistralai.client import Mistral, errors
 from mistralai.client.types import UNSET
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError
-from memwell.remote import RemoteEndpoint
-from memwell.retry import RetryPolicy
-from memwell.textgen.remote import WHAT, RemoteTextGenerator
+from memwell.plugin import ProviderContext, ProviderError, RemoteEndpoint
+from memwell.plugin_sdk import TEXTGEN_WHAT, RemoteTextGenerator, RetryPolicy
 from mistralai.client.models import ChatCompletionRequestMessageTypedDict
 
 from .provider import mistral_client, mistral_sdk_error
@@ -45,4 +42,4 @@ class MistralTextGenerator(RemoteTextGenerator):
         return None
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
-        return mistral_sdk_error(self.id, exc, what=WHAT)
+        return mistral_sdk_error(self.id, exc, what=TEXTGEN_WHAT)

@@ -5,7 +5,7 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 import msgspec
-from memwell.records import Record
+from memwell.plugin import Record
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_PORT = 11434

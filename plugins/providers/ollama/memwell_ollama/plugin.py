@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
-from memwell.embeddings import EmbeddingProvider
-from memwell.hookspecs import hookimpl
+from memwell.plugin import EmbeddingProvider, EmbeddingProviderSpec, ProviderContext, hookimpl
 
 from .config import OllamaConfig
 

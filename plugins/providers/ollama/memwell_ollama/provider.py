@@ -10,15 +10,14 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError, ProviderUnavailableError
-from memwell.remote import (
+from memwell.plugin import (
+    ProviderContext,
+    ProviderError,
+    ProviderUnavailableError,
     RemoteEmbeddingProvider,
     RemoteEndpoint,
-    merge_headers,
-    status_error,
-    transport_error,
 )
+from memwell.plugin_sdk import merge_headers, status_error, transport_error
 from ollama import Client, RequestError, ResponseError
 
 from .config import OllamaConfig, resolve_host

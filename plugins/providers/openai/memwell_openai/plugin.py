@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, TextGeneratorSpec
-from memwell.embeddings import EmbeddingProvider
-from memwell.hookspecs import hookimpl
-from memwell.remote import RemoteEndpoint, remote_provider_spec
-from memwell.textgen.base import TextGenerator
-from memwell.textgen.remote import remote_text_generator_spec
+from memwell.plugin import (
+    EmbeddingProvider,
+    EmbeddingProviderSpec,
+    ProviderContext,
+    RemoteEndpoint,
+    TextGenerator,
+    TextGeneratorSpec,
+    hookimpl,
+    remote_provider_spec,
+)
+from memwell.plugin_sdk import remote_text_generator_spec
 
 MEMWELL_PLUGIN_API = ">=1.0,<2"
 """The memwell plugin API versions this plugin supports."""

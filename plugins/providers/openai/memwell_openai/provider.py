@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import openai
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError
-from memwell.remote import (
+from memwell.plugin import ProviderContext, ProviderError, RemoteEndpoint
+from memwell.plugin_sdk import (
     BatchError,
     BatchingRemoteProvider,
-    RemoteEndpoint,
     collect_batch_vectors,
     jsonl,
     parse_openai_batch_line,

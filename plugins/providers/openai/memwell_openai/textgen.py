@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError
-from memwell.remote import RemoteEndpoint
-from memwell.retry import RetryPolicy
-from memwell.textgen.remote import WHAT, RemoteTextGenerator
+from memwell.plugin import ProviderContext, ProviderError, RemoteEndpoint
+from memwell.plugin_sdk import TEXTGEN_WHAT, RemoteTextGenerator, RetryPolicy
 from openai.types.chat import ChatCompletionMessageParam
 
 from .provider import openai_client, openai_sdk_error
@@ -36,4 +33,4 @@ class OpenAITextGenerator(RemoteTextGenerator):
         return response.choices[0].message.content if response.choices else None
 
     def _sdk_error(self, exc: Exception) -> ProviderError | None:
-        return openai_sdk_error(self.id, exc, what=WHAT)
+        return openai_sdk_error(self.id, exc, what=TEXTGEN_WHAT)

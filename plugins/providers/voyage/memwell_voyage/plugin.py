@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext, RerankerSpec
-from memwell.embeddings import EmbeddingProvider
-from memwell.hookspecs import hookimpl
-from memwell.remote import (
+from memwell.plugin import (
+    EmbeddingProvider,
+    EmbeddingProviderSpec,
+    ProviderContext,
     RemoteEndpoint,
-    RemoteProviderConfig,
-    endpoint_create,
+    Reranker,
+    RerankerSpec,
+    hookimpl,
     remote_provider_spec,
 )
-from memwell.rerank import Reranker
+from memwell.plugin_sdk import RemoteProviderConfig, endpoint_create
 
 MEMWELL_PLUGIN_API = ">=1.0,<2"
 """The memwell plugin API versions this plugin supports."""

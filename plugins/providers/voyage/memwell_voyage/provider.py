@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from memwell.descriptors import ProviderContext
-from memwell.errors import ProviderError, ProviderUnavailableError
-from memwell.remote import (
+from memwell.plugin import ProviderContext, ProviderError, ProviderUnavailableError, RemoteEndpoint
+from memwell.plugin_sdk import (
     BatchError,
     BatchingRemoteProvider,
-    RemoteEndpoint,
     collect_batch_vectors,
     jsonl,
     parse_openai_batch_line,

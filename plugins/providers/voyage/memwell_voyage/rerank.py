@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memwell.errors import ProviderError
-from memwell.remote import RemoteEndpoint, status_error, transport_error
+from memwell.plugin import ProviderError, RemoteEndpoint
+from memwell.plugin_sdk import status_error, transport_error
 from voyageai import error
 from voyageai.client import Client
 
