@@ -182,3 +182,16 @@ def test_segment_for_fts_with_grams_gives_the_fts_text_and_the_words_n_grams(tex
         for term in re.findall(r"\w+", segment_for_index(word))
         if all(map(is_cjk_char, term))
     }
+
+
+def test_other_script_tells_a_question_from_a_note_in_another_language() -> None:
+    from memwell.retrieval.cjk import cjk_share, other_script
+
+    assert other_script("Which port does staging use?", "预发布环境的数据库改为监听 6432 端口。")
+    assert other_script("番茄多久浇一次水？", "Tomatoes need watering every morning.")
+    assert not other_script("which port", "The staging database listens on 6432.")
+    assert not other_script("黑豹队的防守丢了多少分？", "黑豹队的防守只丢了 308分 (NFL)")
+    # a query mixing both scripts, and digits alone, decide nothing
+    assert not other_script("黑豹队 NFL stats", "黑豹队的防守只丢了 308分")
+    assert not other_script("2026", "预发布环境")
+    assert cjk_share("308 分 NFL") == 1 / 4 and cjk_share("12, 34!") == 0.0

@@ -37,3 +37,39 @@ def test_keyword_floor_falls_back_to_best_hits() -> None:
     ranked = [cand("a", 0.3), cand("b", 0.1)]
     assert [c.id for c in keyword_floor(ranked, 0.2, 5)] == ["a"]
     assert [c.id for c in keyword_floor(ranked, 0.9, 1)] == ["a"]
+
+
+def test_a_keyword_hit_in_another_script_keeps_only_its_vector_evidence() -> None:
+    """An English question matches a Chinese note only on a shared number: the note that the
+    embedding finds closer must not lose to it (cross-lingual recall, issue 41)."""
+    zh_number = Candidate("n", "memory/n.md", 1, 1, "黑豹队的防守只丢了 308 分，排名第六。")
+    zh_answer = Candidate("a", "memory/a.md", 1, 1, "卡万·肖特以 11 次擒杀领先全队。")
+    vector = [
+        Candidate(**{**zh_answer.__dict__, "vector_score": 0.80}),
+        Candidate(**{**zh_number.__dict__, "vector_score": 0.70}),
+    ]
+    keyword = [Candidate(**{**zh_number.__dict__, "text_score": 1.0})]
+    question = "How many sacks did Kawann Short have in 308 games?"
+    out = fuse_hybrid(
+        vector,
+        keyword,
+        HybridSettings(),
+        min_score=0.0,
+        max_results=5,
+        mtime_of=no_mtime,
+        query=question,
+    )
+    assert [c.id for c in out] == ["a", "n"]
+    assert [c.text_score for c in out] == [0.0, 0.0]
+    # the same keyword hit in the question's own script still counts
+    same = [Candidate("e", "memory/e.md", 1, 1, "The defense gave up 308 points.", text_score=1.0)]
+    mixed = fuse_hybrid(
+        vector,
+        same,
+        HybridSettings(),
+        min_score=0.0,
+        max_results=5,
+        mtime_of=no_mtime,
+        query=question,
+    )
+    assert {c.id: c.text_score for c in mixed}["e"] == 1.0

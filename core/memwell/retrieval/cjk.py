@@ -15,6 +15,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator
 
+from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.char_class import CharClass
 
 HAN_CLASS = (
@@ -145,3 +146,36 @@ def _pieces(token: str) -> Iterator[tuple[str, bool]]:
 def _run_terms(run: str) -> list[str]:
     """A one-character run gives itself; a longer run gives its adjacent bigrams."""
     return [run] if len(run) == 1 else _bigrams(run)
+
+
+_NOT_LETTER = lazy_pattern(r"[\W\d_]+")
+
+
+def _letters(text: str) -> tuple[int, int]:
+    """(CJK characters, all letters) of ``text``: digits and punctuation are no letters."""
+    cjk = sum(end - start for start, end in CJK_CHARS.runs(text))
+    return cjk, cjk + len(_NOT_LETTER.sub("", CJK_CHARS.blank(text) if cjk else text))
+
+
+def cjk_share(text: str) -> float:
+    """The share of ``text``'s letters (digits and punctuation aside) that are CJK."""
+    cjk, letters = _letters(text)
+    return cjk / letters if letters else 0.0
+
+
+def other_script(query: str, text: str) -> bool:
+    """Whether ``query`` and ``text`` are written in different scripts: one mostly CJK, the
+    other almost not at all (an English question about a Chinese note, or the reverse).
+
+    Between them a keyword match can only be a shared number or Latin name, which is no
+    evidence that ``text`` answers ``query``; the meaning is the embedding's to judge. A
+    query of digits alone, or of both scripts, decides nothing.
+    """
+    cjk, letters = _letters(query)
+    if not letters:
+        return False
+    asked = cjk / letters
+    if 0.2 <= asked <= 0.5 or not (asked > 0.5 or CJK_CHARS.found_in(text)):
+        return False
+    written = cjk_share(text)
+    return (asked < 0.2 and written > 0.5) or (asked > 0.5 and written < 0.2)

@@ -8,6 +8,7 @@ the candidate lists; these functions make the rest identical everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from ..config import HybridSettings
@@ -15,6 +16,7 @@ from ..organise.routing import apply_route
 from .boolean import apply_boolean
 from .calibration import Calibration
 from .candidate import Candidate
+from .cjk import other_script
 from .date_match import boost_dates
 from .decay import apply_temporal_decay
 from .dialogue import dialogue_weights
@@ -73,9 +75,12 @@ def fuse_hybrid(
     strict, on each hit's :func:`evidence` rather than its score; otherwise (no calibration, or
     RRF's rank-based scores) the strict-then-relaxed floor of :func:`relaxed_filter` applies.
     Conversation transcripts fuse with their own weights
-    (:func:`~memwell.retrieval.dialogue.dialogue_weights`).
+    (:func:`~memwell.retrieval.dialogue.dialogue_weights`). A keyword hit written in another
+    script than the query (:func:`~memwell.retrieval.cjk.other_script`: a shared number or
+    name is all it can match) keeps only its vector evidence.
     """
     hybrid = dialogue_weights(hybrid, vector, keyword)
+    keyword = [replace(c, text_score=0.0) if other_script(query, c.text) else c for c in keyword]
     vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)
     if hybrid.fusion == "rrf":
         merged = merge_rrf(
