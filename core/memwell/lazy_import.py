@@ -24,7 +24,7 @@ import importlib
 import re
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -124,3 +124,21 @@ def defer_logging_setup(setup: Callable[[], None]) -> None:
         setup()
     else:
         _pending_setup.append(setup)
+
+
+def lazy_exports(module_name: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``module_name`` that imports each name on first use.
+
+    ``where`` maps a name to ``"submodule"`` or ``"submodule:attribute"`` of ``memwell``
+    (``"sqlite_errors:"``, an empty attribute after the colon, is the submodule itself).
+    """
+
+    def attribute(name: str) -> Any:
+        target = where.get(name)
+        if target is None:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        module, colon, attr = target.partition(":")
+        found = importlib.import_module(f"memwell.{module}")
+        return found if colon and not attr else getattr(found, attr or name)
+
+    return attribute

@@ -9,7 +9,7 @@ a plugin module that imports this stays cheap for commands that never embed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .backend import MemoryBackend, ScannedFile, SearchRequest
 from .config import MemwellSettings
@@ -31,6 +31,7 @@ from .errors import (
     ProviderUnavailableError,
 )
 from .hookspecs import hookimpl
+from .lazy_import import lazy_exports
 from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
 from .models import (
     CacheStatus,
@@ -281,14 +282,7 @@ def plugin_settings(ctx: BackendContext | ProviderContext, model: type[_C]) -> _
     return config
 
 
-def __getattr__(name: str) -> Any:
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'memwell.plugin' has no attribute {name!r}")
-    from importlib import import_module
-
-    module, _, attr = where.partition(":")
-    return getattr(import_module(f"memwell.{module}"), attr or name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

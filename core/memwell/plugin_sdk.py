@@ -22,8 +22,9 @@ These follow the plugin API version (:data:`memwell.plugin.PLUGIN_API_VERSION`) 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy_import import lazy_exports
 
 if TYPE_CHECKING:
     from . import sqlite_errors
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from .textgen.remote import RemoteTextGenerator, remote_text_generator_spec
 
 _WHERE = {
+    "sqlite_errors": "sqlite_errors:",
     "BatchError": "remote",
     "BatchLine": "remote",
     "BatchingRemoteProvider": "remote",
@@ -69,14 +71,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name == "sqlite_errors":
-        return import_module("memwell.sqlite_errors")
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'memwell.plugin_sdk' has no attribute {name!r}")
-    module, _, attr = where.partition(":")
-    return getattr(import_module(f"memwell.{module}"), attr or name)
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [
