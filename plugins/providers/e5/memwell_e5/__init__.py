@@ -1,3 +1,1 @@
 """memwell-e5: the ``e5`` embedding provider (multilingual-e5-small, 4-bit, offline)."""
-
-__version__ = "0.1.0"
