@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import memwell_sqlite.plugin
 from corpus import generate
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry, get_registry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry, get_registry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 
 QUERIES = [
@@ -160,7 +160,7 @@ def bench_local_warm(tmp: Path, chunks: int) -> None:
     """Warm hybrid search p50/p95 at ``chunks`` chunks, real MiniLM query embedding included."""
     if "local" not in get_registry().providers:
         return
-    from memwell.descriptors import ProviderContext
+    from memwell.contract.descriptors import ProviderContext
 
     spec = get_registry().providers["local"]
     settings = MemwellSettings()

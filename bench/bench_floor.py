@@ -27,8 +27,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from memwell.factory import close_all, open_memory
-from memwell.recall.manager import unwrap
+from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.fallback import unwrap
 
 ANSWERED = {
     "what did we decide about the release?": "memory/2026-11-20.md",

@@ -20,9 +20,9 @@ import uuid
 from pathlib import Path
 
 import memwell_lancedb.plugin as lance_plugin
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import hash_provider_plugin
 from memwell_lancedb.journal import PREAMBLE, format_entry
 from memwell_lancedb.manager import as_lance_manager

@@ -97,7 +97,7 @@ def percentile(values: list[float], fraction: float) -> float:
 def open_library(kind: str, spec: dict[str, Any]) -> Callable[[str], list[str]]:
     """A search function over the tool's library (imports happen here, in the worker)."""
     if kind == "memwell":
-        from memwell.factory import open_memory
+        from memwell.runtime.factory import open_memory
 
         overrides = {"sync": {"on_search": False, "watch": False}}
         manager = open_memory(spec["workspace"], config_file=spec["config"], overrides=overrides)

@@ -25,10 +25,10 @@ sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
 
 import memwell_postgres.plugin as pg_plugin  # noqa: E402
 import memwell_sqlite.plugin as sqlite_plugin  # noqa: E402
-from memwell.config import load_settings  # noqa: E402
-from memwell.evaluation import evaluate, load_dataset, write_corpus  # noqa: E402
-from memwell.factory import create_backend  # noqa: E402
-from memwell.plugins import PluginRegistry  # noqa: E402
+from memwell.contract.config import load_settings  # noqa: E402
+from memwell.evaluation.beir import evaluate, load_dataset, write_corpus  # noqa: E402
+from memwell.registry.plugins import PluginRegistry  # noqa: E402
+from memwell.runtime.factory import create_backend  # noqa: E402
 from memwell.testing import hash_provider_plugin  # noqa: E402
 from pg_server import server_dsn  # noqa: E402
 

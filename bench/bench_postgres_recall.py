@@ -27,10 +27,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
 
-from memwell.config import load_settings  # noqa: E402
-from memwell.evaluation import load_dataset, write_corpus  # noqa: E402
-from memwell.factory import create_backend  # noqa: E402
-from memwell.plugins import get_registry  # noqa: E402
+from memwell.contract.config import load_settings  # noqa: E402
+from memwell.evaluation.beir import load_dataset, write_corpus  # noqa: E402
+from memwell.registry.plugins import get_registry  # noqa: E402
+from memwell.runtime.factory import create_backend  # noqa: E402
 from memwell_postgres.db import Conn  # noqa: E402
 from memwell_postgres.manager import PostgresMemoryManager  # noqa: E402
 from memwell_postgres.schema import generation_filter, vector_expr, vector_filter  # noqa: E402

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_builtin import registry
 from corpus import generate
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.tools import execute_tool
+from memwell.agent.tools import execute_tool
+from memwell.contract.config import MemwellSettings
+from memwell.runtime.factory import close_all, open_memory
 
 
 def one_mb_query() -> str:

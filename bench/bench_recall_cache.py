@@ -27,12 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memwell_sqlite.plugin
 from bench_builtin import _MiniLMQueries, print_table, record, timed
 from corpus import TOPICS, WORDS, generate
-from memwell.config import MemwellSettings
-from memwell.descriptors import ProviderContext
-from memwell.factory import close_all, open_memory
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry, get_registry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import ProviderContext
+from memwell.contract.manager import MemorySearchManager
 from memwell.recall.manager import RecallCachedManager
+from memwell.registry.plugins import PluginRegistry, get_registry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 
 

@@ -88,9 +88,9 @@ def note_text(i: int, rng: random.Random) -> str:
 def one(count: int, repeats: int) -> dict[str, float]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_builtin import registry
-    from memwell.config import MemwellSettings
-    from memwell.factory import close_all, open_memory
+    from memwell.contract.config import MemwellSettings
     from memwell.organise import reflect
+    from memwell.runtime.factory import close_all, open_memory
     from memwell.writing import MemoryWriter
 
     rng = random.Random(42)

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 from memwell.cli.eval_command import _default_workdir
-from memwell.config import load_settings
-from memwell.evaluation import load_dataset, ndcg_at_k, recall_at_k, write_corpus
-from memwell.factory import open_memory
+from memwell.contract.config import load_settings
+from memwell.evaluation.beir import load_dataset, ndcg_at_k, recall_at_k, write_corpus
 from memwell.retrieval.stopwords import ALL_STOPWORDS
+from memwell.runtime.factory import open_memory
 
 CANDIDATES = 200
 _DOCS: list[str] = []

@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from memwell.conversation_eval import (
+from memwell.contract.models import MemorySearchResult
+from memwell.evaluation.beir import collapse_to_documents, load_dataset, ndcg_at_k, write_corpus
+from memwell.evaluation.conversation import (
     is_conversation_dataset,
     load_conversations,
     score_question,
     write_conversation,
 )
-from memwell.evaluation import collapse_to_documents, load_dataset, ndcg_at_k, write_corpus
-from memwell.factory import close_all, open_memory
-from memwell.models import MemorySearchResult
+from memwell.runtime.factory import close_all, open_memory
 from memwell_local.numpy_bert import NumpyBertEncoder
 from memwell_local.provider import _packaged_model_dir
 

@@ -20,17 +20,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from memwell.agent import (
+from memwell.agent.lifecycle import (
     TurnMessage,
     after_turn,
     before_answer,
     looks_like_prompt_injection,
     untrusted_block,
 )
-from memwell.factory import open_memory
-from memwell.hookspecs import hookimpl
-from memwell.manager import MemorySearchManager
-from memwell.plugins import get_registry
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import get_registry
+from memwell.runtime.factory import open_memory
 
 SESSION = "agent:main:direct:alice"
 CAPTURE = re.compile(r"\b(remember|prefer|always|never)\b", re.IGNORECASE)

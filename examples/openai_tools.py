@@ -29,10 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memwell.factory import open_memory
-from memwell.manager import MemorySearchManager
-from memwell.prompt import memory_prompt_section
-from memwell.tools import execute_tool, tool_definitions
+from memwell.agent.prompt import memory_prompt_section
+from memwell.agent.tools import execute_tool, tool_definitions
+from memwell.contract.manager import MemorySearchManager
+from memwell.runtime.factory import open_memory
 
 Message = dict[str, Any]
 Chat = Callable[[list[Message], list[dict[str, Any]]], Message]

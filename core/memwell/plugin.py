@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from .backend import MemoryBackend, ScannedFile, SearchRequest
-from .config import MemwellSettings
-from .config_validation import field_error
-from .descriptors import (
+from memwell.contract.api_version import PLUGIN_API_VERSION
+from memwell.contract.config import MemwellSettings
+from memwell.contract.config_validation import field_error
+from memwell.contract.descriptors import (
     AgentTool,
     BackendContext,
     EmbeddingProviderSpec,
     ProviderContext,
     SearchBackend,
 )
-from .errors import (
+from memwell.contract.errors import (
     BackendUnavailableError,
     ConfigError,
     MemwellError,
@@ -30,10 +30,9 @@ from .errors import (
     ProviderError,
     ProviderUnavailableError,
 )
-from .hookspecs import hookimpl
-from .lazy_import import lazy_exports
-from .manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
-from .models import (
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.manager import BaseMemoryManager, MemorySearchManager, ProgressCallback
+from memwell.contract.models import (
     CacheStatus,
     FallbackStatus,
     FtsStatus,
@@ -45,145 +44,39 @@ from .models import (
     SyncProgress,
     VectorStatus,
 )
-from .plugin_api import PLUGIN_API_VERSION
-from .records import Record
-from .retrieval.candidate import Candidate
-from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_ids, chunk_markdown, sha256_hex
-from .retrieval.cjk import segment_for_index, segment_query_terms
-from .retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_query, keyword_boost
-from .retrieval.hybrid import clamp01
-from .retrieval.keywords import tokenize
-from .retrieval.limits import enforce_input_limit
-from .retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
-from .retrieval.snippets import citations_enabled, format_citation, to_results, truncate_snippet
-from .retrieval.stopwords import ALL_STOPWORDS
-from .sources.discovery import list_memory_files, read_source_file, stat_source_file
-from .sources.paths import read_memory_file
-from .sources.redact import redact
-from .sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
+from memwell.contract.records import Record
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_ids, chunk_markdown, sha256_hex
+from memwell.retrieval.cjk import segment_for_index, segment_query_terms
+from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_query, keyword_boost
+from memwell.retrieval.hybrid import clamp01
+from memwell.retrieval.keywords import tokenize
+from memwell.retrieval.limits import enforce_input_limit
+from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.snippets import (
+    citations_enabled,
+    format_citation,
+    to_results,
+    truncate_snippet,
+)
+from memwell.retrieval.stopwords import ALL_STOPWORDS
+from memwell.runtime.backend import MemoryBackend, ScannedFile, SearchRequest
+from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
+from memwell.sources.paths import read_memory_file
+from memwell.sources.redact import redact
+from memwell.sources.sessions import list_session_files, parse_session_jsonl, session_entry_hash
+from memwell.util.lazy_import import lazy_exports
 
 if TYPE_CHECKING:
-    from .agent import (
+    from memwell.agent.lifecycle import (
         TurnMessage,
         after_turn,
         before_answer,
         looks_like_prompt_injection,
         untrusted_block,
     )
-    from .backend import (
-        FTS_ONLY_MODEL,
-        REINDEX_PENDING,
-    )
-    from .cli.main import (
-        Context as CliContext,
-    )
-    from .config import (
-        load_settings,
-        plugin_config,
-    )
-    from .curation.session_delta import (
-        SessionDeltaTracker,
-    )
-    from .debounce import (
-        Debouncer,
-    )
-    from .descriptors import (
-        READ_ONLY,
-        RerankerSpec,
-        TextGeneratorSpec,
-        ToolHints,
-    )
-    from .embedding_runtime import (
-        LADDER_STEPS,
-        EmbeddingRuntime,
-    )
-    from .embeddings import (
-        EmbeddingProvider,
-        Matrix,
-        Vector,
-    )
-    from .errors import (
-        InvalidArgumentError,
-    )
-    from .factory import (
-        open_memory,
-        resolve_workspace,
-    )
-    from .models import (
-        SearchDegradation,
-        SearchMode,
-    )
-    from .plugins import (
-        get_registry,
-    )
-    from .prompt import (
-        memory_prompt_section,
-    )
-    from .provider_fallback import (
-        FALLBACK_FILE,
-    )
-    from .recall.manager import (
-        unwrap,
-    )
-    from .recall.query_vectors import (
-        QueryVectors,
-    )
-    from .remote import (
-        RemoteEmbeddingProvider,
-        RemoteEndpoint,
-        remote_provider_spec,
-    )
-    from .rerank import (
-        Reranker,
-    )
-    from .retrieval.calibration import (
-        CALIBRATION_ID,
-        Calibration,
-        calibrate,
-    )
-    from .retrieval.chunking import (
-        CHARS_PER_TOKEN,
-        remap_lines,
-    )
-    from .retrieval.cjk import (
-        CJK_CLASS,
-        is_cjk_char,
-        segment_for_fts,
-    )
-    from .retrieval.coverage import measure_coverage, term_weights
-    from .retrieval.file_scan import (
-        ScanOutcome,
-    )
-    from .retrieval.file_scan import (
-        scan_memory_files as file_scan_search,
-    )
-    from .retrieval.file_similarity import (
-        blend_file_similarity,
-        mean_vector,
-    )
-    from .retrieval.fts_query import (
-        ChunkTerms,
-        fts_phrase,
-        fts_text_and_terms,
-        query_terms,
-    )
-    from .retrieval.keywords import (
-        extract_keywords,
-    )
-    from .retrieval.pipeline import (
-        rank_keyword_only,
-    )
-    from .sources.discovery import (
-        MEMORY_DIR,
-        ROOT_MEMORY_FILES,
-        normalize_extra_paths,
-        scan_memory_files,
-    )
-    from .sources.sessions import layout_name
-    from .textgen.base import (
-        TextGenerator,
-    )
-    from .tools import (
+    from memwell.agent.prompt import memory_prompt_section
+    from memwell.agent.tools import (
         BadArgument,
         error_text,
         execute_tool,
@@ -191,45 +84,89 @@ if TYPE_CHECKING:
         parse_arguments,
         tool_definitions,
     )
+    from memwell.cli.main import Context as CliContext
+    from memwell.contract.config import load_settings, plugin_config
+    from memwell.contract.descriptors import (
+        READ_ONLY,
+        Reranker,
+        RerankerSpec,
+        TextGeneratorSpec,
+        ToolHints,
+    )
+    from memwell.contract.embeddings import EmbeddingProvider, Matrix, Vector
+    from memwell.contract.errors import InvalidArgumentError
+    from memwell.contract.models import SearchDegradation, SearchMode
+    from memwell.contract.text_generator import TextGenerator
+    from memwell.curation.session_delta import SessionDeltaTracker
+    from memwell.providers.fallback_record import FALLBACK_FILE
+    from memwell.providers.remote import (
+        RemoteEmbeddingProvider,
+        RemoteEndpoint,
+        remote_provider_spec,
+    )
+    from memwell.providers.runtime import LADDER_STEPS, EmbeddingRuntime
+    from memwell.recall.query_vectors import QueryVectors
+    from memwell.registry.plugins import get_registry
+    from memwell.retrieval.calibration import CALIBRATION_ID, Calibration, calibrate
+    from memwell.retrieval.chunking import CHARS_PER_TOKEN, remap_lines
+    from memwell.retrieval.cjk import CJK_CLASS, is_cjk_char, segment_for_fts
+    from memwell.retrieval.coverage import measure_coverage, term_weights
+    from memwell.retrieval.file_similarity import blend_file_similarity, mean_vector
+    from memwell.retrieval.fts_query import ChunkTerms, fts_phrase, fts_text_and_terms, query_terms
+    from memwell.retrieval.keywords import extract_keywords
+    from memwell.retrieval.pipeline import rank_keyword_only
+    from memwell.runtime.backend import FTS_ONLY_MODEL, REINDEX_PENDING
+    from memwell.runtime.factory import open_memory, resolve_workspace
+    from memwell.runtime.fallback import unwrap
+    from memwell.sources.discovery import (
+        MEMORY_DIR,
+        ROOT_MEMORY_FILES,
+        normalize_extra_paths,
+        scan_memory_files,
+    )
+    from memwell.sources.file_scan import ScanOutcome
+    from memwell.sources.file_scan import scan_memory_files as file_scan_search
+    from memwell.sources.sessions import layout_name
+    from memwell.util.debounce import Debouncer
 
 _LAZY = {  # name -> "module" or "module:attribute", imported on first use
-    "EmbeddingProvider": "embeddings",
-    "Matrix": "embeddings",
-    "Vector": "embeddings",
-    "RemoteEmbeddingProvider": "remote",
-    "RemoteEndpoint": "remote",
-    "remote_provider_spec": "remote",
-    "READ_ONLY": "descriptors",
-    "RerankerSpec": "descriptors",
-    "TextGeneratorSpec": "descriptors",
-    "ToolHints": "descriptors",
-    "InvalidArgumentError": "errors",
-    "SearchDegradation": "models",
-    "SearchMode": "models",
-    "FTS_ONLY_MODEL": "backend",
-    "REINDEX_PENDING": "backend",
-    "EmbeddingRuntime": "embedding_runtime",
-    "load_settings": "config",
-    "plugin_config": "config",
-    "open_memory": "factory",
-    "resolve_workspace": "factory",
-    "get_registry": "plugins",
-    "TurnMessage": "agent",
-    "looks_like_prompt_injection": "agent",
-    "untrusted_block": "agent",
-    "after_turn": "agent",
-    "before_answer": "agent",
-    "Reranker": "rerank",
-    "TextGenerator": "textgen.base",
+    "EmbeddingProvider": "contract.embeddings",
+    "Matrix": "contract.embeddings",
+    "Vector": "contract.embeddings",
+    "RemoteEmbeddingProvider": "providers.remote",
+    "RemoteEndpoint": "providers.remote",
+    "remote_provider_spec": "providers.remote",
+    "READ_ONLY": "contract.descriptors",
+    "RerankerSpec": "contract.descriptors",
+    "TextGeneratorSpec": "contract.descriptors",
+    "ToolHints": "contract.descriptors",
+    "InvalidArgumentError": "contract.errors",
+    "SearchDegradation": "contract.models",
+    "SearchMode": "contract.models",
+    "FTS_ONLY_MODEL": "runtime.backend",
+    "REINDEX_PENDING": "runtime.backend",
+    "EmbeddingRuntime": "providers.runtime",
+    "load_settings": "contract.config",
+    "plugin_config": "contract.config",
+    "open_memory": "runtime.factory",
+    "resolve_workspace": "runtime.factory",
+    "get_registry": "registry.plugins",
+    "TurnMessage": "contract.messages",
+    "looks_like_prompt_injection": "agent.lifecycle",
+    "untrusted_block": "agent.lifecycle",
+    "after_turn": "agent.lifecycle",
+    "before_answer": "agent.lifecycle",
+    "Reranker": "contract.descriptors",
+    "TextGenerator": "contract.text_generator",
     "QueryVectors": "recall.query_vectors",
-    "unwrap": "recall.manager",
+    "unwrap": "runtime.fallback",
     "CHARS_PER_TOKEN": "retrieval.chunking",
     "remap_lines": "retrieval.chunking",
     "CJK_CLASS": "retrieval.cjk",
     "is_cjk_char": "retrieval.cjk",
     "segment_for_fts": "retrieval.cjk",
-    "ScanOutcome": "retrieval.file_scan",
-    "file_scan_search": "retrieval.file_scan:scan_memory_files",
+    "ScanOutcome": "sources.file_scan",
+    "file_scan_search": "sources.file_scan:scan_memory_files",
     "blend_file_similarity": "retrieval.file_similarity",
     "mean_vector": "retrieval.file_similarity",
     "ChunkTerms": "retrieval.fts_query",
@@ -242,21 +179,21 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "Calibration": "retrieval.calibration",
     "calibrate": "retrieval.calibration",
     "MEMORY_DIR": "sources.discovery",
-    "ROOT_MEMORY_FILES": "sources.discovery",
+    "ROOT_MEMORY_FILES": "contract.layout",
     "normalize_extra_paths": "sources.discovery",
     "scan_memory_files": "sources.discovery",
     "SessionDeltaTracker": "curation.session_delta",
-    "Debouncer": "debounce",
-    "memory_prompt_section": "prompt",
-    "FALLBACK_FILE": "provider_fallback",
-    "BadArgument": "tools",
-    "error_text": "tools",
-    "execute_tool": "tools",
-    "optional_int": "tools",
-    "parse_arguments": "tools",
-    "tool_definitions": "tools",
+    "Debouncer": "util.debounce",
+    "memory_prompt_section": "agent.prompt",
+    "FALLBACK_FILE": "providers.fallback_record",
+    "BadArgument": "agent.tool_args",
+    "error_text": "agent.tool_args",
+    "execute_tool": "agent.tools",
+    "optional_int": "agent.tool_args",
+    "parse_arguments": "agent.tool_args",
+    "tool_definitions": "agent.tools",
     "CliContext": "cli.main:Context",
-    "LADDER_STEPS": "embedding_runtime",
+    "LADDER_STEPS": "providers.runtime",
     "measure_coverage": "retrieval.coverage",
     "term_weights": "retrieval.coverage",
     "layout_name": "sources.sessions",

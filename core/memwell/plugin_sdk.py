@@ -24,13 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy_import import lazy_exports
+from memwell.util.lazy_import import lazy_exports
 
 if TYPE_CHECKING:
-    from . import sqlite_errors
-    from .blas import blas_threads, single_blas_thread
-    from .lazy_import import lazy_logger, lazy_module
-    from .remote import (
+    from memwell.providers.remote import (
         BatchError,
         BatchingRemoteProvider,
         BatchLine,
@@ -43,31 +40,34 @@ if TYPE_CHECKING:
         status_error,
         transport_error,
     )
-    from .retry import RetryPolicy
-    from .textgen.remote import WHAT as TEXTGEN_WHAT
-    from .textgen.remote import RemoteTextGenerator, remote_text_generator_spec
+    from memwell.providers.retry import RetryPolicy
+    from memwell.textgen.remote import WHAT as TEXTGEN_WHAT
+    from memwell.textgen.remote import RemoteTextGenerator, remote_text_generator_spec
+    from memwell.util import sqlite_errors
+    from memwell.util.blas import blas_threads, single_blas_thread
+    from memwell.util.lazy_import import lazy_logger, lazy_module
 
 _WHERE = {
-    "sqlite_errors": "sqlite_errors:",
-    "BatchError": "remote",
-    "BatchLine": "remote",
-    "BatchingRemoteProvider": "remote",
-    "RemoteProviderConfig": "remote",
-    "collect_batch_vectors": "remote",
-    "endpoint_create": "remote",
-    "jsonl": "remote",
-    "merge_headers": "remote",
-    "parse_openai_batch_line": "remote",
-    "status_error": "remote",
-    "transport_error": "remote",
-    "RetryPolicy": "retry",
+    "sqlite_errors": "util.sqlite_errors:",
+    "BatchError": "providers.remote",
+    "BatchLine": "providers.remote",
+    "BatchingRemoteProvider": "providers.remote",
+    "RemoteProviderConfig": "providers.remote",
+    "collect_batch_vectors": "providers.remote",
+    "endpoint_create": "providers.remote",
+    "jsonl": "providers.remote",
+    "merge_headers": "providers.remote",
+    "parse_openai_batch_line": "providers.remote",
+    "status_error": "providers.remote",
+    "transport_error": "providers.remote",
+    "RetryPolicy": "providers.retry",
     "RemoteTextGenerator": "textgen.remote",
     "remote_text_generator_spec": "textgen.remote",
     "TEXTGEN_WHAT": "textgen.remote:WHAT",
-    "blas_threads": "blas",
-    "single_blas_thread": "blas",
-    "lazy_logger": "lazy_import",
-    "lazy_module": "lazy_import",
+    "blas_threads": "util.blas",
+    "single_blas_thread": "util.blas",
+    "lazy_logger": "util.lazy_import",
+    "lazy_module": "util.lazy_import",
 }
 
 

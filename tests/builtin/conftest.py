@@ -6,10 +6,10 @@ from typing import Any
 
 import memwell_sqlite.plugin
 import pytest
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from memwell.agent.session_capture import save_session
+from memwell.agent.tools import execute_tool
 from memwell.cli.main import cli
-from memwell.config import MemwellSettings
-from memwell.manager import MemorySearchManager
-from memwell.session_capture import save_session
-from memwell.tools import execute_tool
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
 from memwell.writing import MemoryWriter
 from memwell.writing.audit import AUDIT_LOG, audit_line
 

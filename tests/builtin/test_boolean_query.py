@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.retrieval.boolean import compose_query, parse_boolean
 
 OpenFn = Callable[..., MemorySearchManager]

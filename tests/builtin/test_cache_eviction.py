@@ -11,7 +11,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.testing import HashEmbeddingProvider
 from memwell_sqlite.driver import sqlite_module
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import memwell_sqlite.manager
 import pytest
-from memwell.manager import MemorySearchManager
-from memwell.recall.manager import unwrap
+from memwell.contract.manager import MemorySearchManager
 from memwell.retrieval.calibration import CALIBRATION_ID, Calibration
+from memwell.runtime.fallback import unwrap
 from memwell.testing import HashEmbeddingProvider
 
 OpenFn = Callable[..., MemorySearchManager]

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from memwell import factory
 from memwell.cli.main import cli
+from memwell.runtime import factory
 from memwell_sqlite.store import ChunkRow, FileState, IndexStore
 
 RUNS = {

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.testing.conformance import BackendConformance, MemoryFactory
 
 OpenFn = Callable[..., MemorySearchManager]

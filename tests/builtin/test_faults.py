@@ -7,7 +7,7 @@ import errno
 from pathlib import Path
 
 import pytest
-from memwell.errors import ProviderError
+from memwell.contract.errors import ProviderError
 from memwell_sqlite.driver import connect
 from memwell_sqlite.faults import Fault, IndexDamagedError, IndexDiskFullError, classify
 from memwell_sqlite.integrity import index_problem

@@ -14,9 +14,9 @@ from typing import Any
 
 import memwell_sqlite.store
 import pytest
-from memwell.manager import MemorySearchManager
-from memwell.retrieval.file_scan import ScanLimits, scan_memory_files
-from memwell.tools import execute_tool
+from memwell.agent.tools import execute_tool
+from memwell.contract.manager import MemorySearchManager
+from memwell.sources.file_scan import ScanLimits, scan_memory_files
 
 OpenFn = Callable[..., MemorySearchManager]
 

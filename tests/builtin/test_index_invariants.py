@@ -16,11 +16,11 @@ from typing import Any
 import memwell_sqlite.plugin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.fts_query import fts_text_and_terms
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell_sqlite.store import IndexStore
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import memwell_sqlite.plugin
 import pytest
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.keywords import extract_keywords
+from memwell.runtime.factory import close_all, open_memory
 
 pytest.importorskip("memwell_local")
 import memwell_local.plugin

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.config import MemwellSettings, PromotionSettings
+from memwell.contract.config import MemwellSettings, PromotionSettings
+from memwell.contract.errors import MemwellError
+from memwell.contract.manager import MemorySearchManager
 from memwell.curation.promotion import promote, undo_promotion
 from memwell.curation.tracking import recalled_lines
-from memwell.errors import MemwellError
-from memwell.manager import MemorySearchManager
 from memwell.recall.manager import RecallCachedManager
 
 OpenFn = Callable[..., MemorySearchManager]

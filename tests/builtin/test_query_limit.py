@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from conftest import OpenFn
-from memwell.config import MemwellSettings
-from memwell.errors import ConfigError
+from memwell.agent.tools import execute_tool
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import ConfigError
 from memwell.retrieval.query_limit import DEFAULT_MAX_QUERY_CHARS, bound_query
 from memwell.testing import HashEmbeddingProvider
 from memwell.testing.conformance import write_workspace
-from memwell.tools import execute_tool
 
 
 def corpus(root: Path) -> Path:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.config import MemwellSettings, PromotionSettings
+from memwell.contract.config import MemwellSettings, PromotionSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.contract.models import MemorySearchResult, ReadFileResult
 from memwell.curation import tracking
 from memwell.curation.promotion import promote, rank_candidates
 from memwell.curation.tracking import RecallTracker, query_hash
-from memwell.manager import MemorySearchManager
-from memwell.models import MemorySearchResult, ReadFileResult
 from memwell.recall.manager import RecallCachedManager
 from memwell.retrieval.keywords import extract_keywords
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.config import MemwellSettings
-from memwell.manager import MemorySearchManager
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
 from memwell.organise import reflect
 from memwell.organise.pages import END
 from memwell.writing import MemoryWriter
@@ -253,7 +253,7 @@ def test_cli_reflect_reports_and_audits_as_cli(org: Path) -> None:
 def test_reflect_is_refused_when_writing_is_disabled(
     memory: MemorySearchManager, org: Path
 ) -> None:
-    from memwell.errors import WriteRefusedError
+    from memwell.contract.errors import WriteRefusedError
 
     settings = MemwellSettings.model_validate({"write": {"enabled": False}})
     with pytest.raises(WriteRefusedError, match="disabled"):

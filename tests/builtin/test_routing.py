@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.manager import MemorySearchManager
-from memwell.organise.routing import route_query
+from memwell.contract.manager import MemorySearchManager
+from memwell.retrieval.routing import route_query
 
 OpenFn = Callable[..., MemorySearchManager]
 FILES = {

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memwell.errors import PathNotAllowedError
-from memwell.manager import MemorySearchManager
+from memwell.contract.errors import PathNotAllowedError
+from memwell.contract.manager import MemorySearchManager
 
 OpenFn = Callable[..., MemorySearchManager]
 

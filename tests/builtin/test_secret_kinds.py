@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings
-from memwell.errors import PathNotAllowedError
-from memwell.manager import MemorySearchManager
-from memwell.session_capture import save_session
+from memwell.agent.session_capture import save_session
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import PathNotAllowedError
+from memwell.contract.manager import MemorySearchManager
 from memwell.sources.redact import SECRET_KINDS, redact
 from memwell.sources.sessions import parse_session_jsonl
 from memwell.writing import MemoryWriter

@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.errors import ProviderError, WriteRefusedError
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
-from memwell.session_capture import (
+from memwell.agent.session_capture import (
     SessionCaptureError,
     conversation_from_messages,
     read_transcript,
     save_session,
 )
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import ProviderError, WriteRefusedError
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
 from memwell.writing import MemoryWriter
 
 OpenFn = Callable[..., MemorySearchManager]

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memwell.config import MemwellSettings
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
 from memwell.curation import session_delta
 from memwell.curation.session_delta import SessionDeltaTracker, after_compaction
-from memwell.manager import MemorySearchManager
-from memwell.recall.manager import unwrap
-from memwell.sync_gate import SyncGate
+from memwell.runtime.fallback import unwrap
+from memwell.util.sync_gate import SyncGate
 from memwell_sqlite.manager import SqliteMemoryManager
 from memwell_sqlite.watcher import MemoryWatcher
 

@@ -7,14 +7,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
-from memwell.recall.manager import unwrap
-from memwell.session_capture import save_session
+from memwell.agent.session_capture import save_session
+from memwell.agent.write_tools import memory_supersede, memory_write
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.retrieval.supersede_marker import parse_superseded
+from memwell.runtime.fallback import unwrap
 from memwell.writing import MemoryWriter
-from memwell.writing.agent_tools import memory_supersede, memory_write
-from memwell.writing.supersede import parse_superseded
 
 OpenFn = Callable[..., MemorySearchManager]
 JUNE = datetime(2026, 6, 3, 9, 30, tzinfo=timezone.utc)

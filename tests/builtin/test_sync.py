@@ -10,11 +10,11 @@ from typing import Any
 import memwell_sqlite.manager
 import memwell_sqlite.plugin
 import pytest
-from memwell.config import MemwellSettings
-from memwell.errors import ProviderError
-from memwell.factory import close_all, open_memory
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import ProviderError
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 
 OpenFn = Callable[..., MemorySearchManager]

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.descriptors import BackendContext
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.plugins import PluginRegistry
-from memwell.sync_gate import SyncGate
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import BackendContext
+from memwell.providers.runtime import EmbeddingRuntime
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider
+from memwell.util.sync_gate import SyncGate
 from memwell_sqlite.manager import SqliteMemoryManager
 from memwell_sqlite.watcher import MemoryWatcher
 

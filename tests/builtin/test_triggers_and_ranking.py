@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell_sqlite import indexer
 
 OpenFn = Callable[..., MemorySearchManager]

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 
-from memwell.manager import MemorySearchManager
-from memwell.tools import memory_search
+from memwell.agent.tools import memory_search
+from memwell.contract.manager import MemorySearchManager
 
 OpenFn = Callable[..., MemorySearchManager]
 TEXT = "The backup passphrase lives in the red notebook on the top shelf.\n"

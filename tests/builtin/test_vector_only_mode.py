@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry, set_registry
-from memwell.search_report import search_report
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry, set_registry
+from memwell.runtime.search_report import search_report
 
 OpenFn = Callable[..., MemorySearchManager]
 VECTOR_ONLY = {"hybrid": {"enabled": False}}

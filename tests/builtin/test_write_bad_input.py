@@ -19,19 +19,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from memwell.agent.write_tools import memory_write
 from memwell.cli.main import cli
-from memwell.config import MemwellSettings
-from memwell.errors import PathNotAllowedError, WriteRefusedError
-from memwell.manager import MemorySearchManager
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import PathNotAllowedError, WriteRefusedError
+from memwell.contract.manager import MemorySearchManager
 from memwell.writing import MemoryWriter
-from memwell.writing.agent_tools import memory_write
 from memwell.writing.atomic import STALE_TEMP_SECONDS
 
 KILLED_WRITER = textwrap.dedent(
     """
     import os, sys, time
-    from memwell.config import MemwellSettings
-    from memwell.factory import open_memory
+    from memwell.contract.config import MemwellSettings
+    from memwell.runtime.factory import open_memory
     from memwell.writing import MemoryWriter
 
     workspace = sys.argv[1]

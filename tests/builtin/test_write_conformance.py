@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.testing.conformance import MemoryFactory
 from memwell.testing.write_conformance import WriterConformance
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.manager import MemorySearchManager
-from memwell.prompt import memory_prompt_section
-from memwell.tools import execute_tool, tool_definitions
+from memwell.agent.prompt import memory_prompt_section
+from memwell.agent.tools import execute_tool, tool_definitions
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
 from memwell.writing import MemoryWriter
 
 OpenFn = Callable[..., MemorySearchManager]

@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.errors import PathNotAllowedError, WriteRefusedError
-from memwell.manager import MemorySearchManager
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import PathNotAllowedError, WriteRefusedError
+from memwell.contract.manager import MemorySearchManager
 from memwell.writing import MemoryWriter
 from memwell.writing.atomic import read_state, replace_file
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from memwell.descriptors import SearchBackend
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry
+from memwell.contract.descriptors import SearchBackend
+from memwell.contract.hookspecs import hookimpl
+from memwell.registry.plugins import PluginRegistry
 
 
 def tiny_backend_registry(config_model: type[Any]) -> PluginRegistry:

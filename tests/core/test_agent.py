@@ -5,8 +5,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from memwell import agent
-from memwell.agent import (
+from memwell.agent import lifecycle as agent
+from memwell.agent.lifecycle import (
     UNTRUSTED_BANNER,
     TurnMessage,
     after_turn,
@@ -15,8 +15,8 @@ from memwell.agent import (
     looks_like_prompt_injection,
     untrusted_block,
 )
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry
+from memwell.contract.hookspecs import hookimpl
+from memwell.registry.plugins import PluginRegistry
 
 MANAGER: Any = object()  # the hooks only pass the manager through
 

@@ -8,14 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.config import HybridSettings
-from memwell.embeddings import to_unit_matrix
-from memwell.retrieval.calibration import (
-    CALIBRATION_ID,
-    PROBE_PAIRS,
-    Calibration,
-    calibrate,
-)
+from memwell.contract.config import HybridSettings
+from memwell.contract.embeddings import to_unit_matrix
+from memwell.retrieval.calibration import CALIBRATION_ID, PROBE_PAIRS, Calibration, calibrate
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.pipeline import fuse_hybrid
 from memwell.testing import HashEmbeddingProvider

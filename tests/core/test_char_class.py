@@ -8,7 +8,6 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.lazy_import import is_compiled
 from memwell.retrieval import char_class
 from memwell.retrieval.char_class import CharClass
 from memwell.retrieval.cjk import (
@@ -21,6 +20,7 @@ from memwell.retrieval.cjk import (
     segment_for_index,
     segment_query_terms,
 )
+from memwell.util.lazy_import import is_compiled
 
 CLASSES = [CJK_CLASS, HAN_CLASS, HIRAGANA_CLASS + KATAKANA_CLASS, HANGUL_CLASS, "a-cx\u3041-\u3043"]
 # each class's edges and their neighbours, plus ASCII, Latin, punctuation and astral characters

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from memwell import factory
 from memwell.cli.main import cli, main
+from memwell.runtime import factory
 from memwell.testing.conformance import write_workspace
 
 MEMWELL = str(Path(sys.executable).with_name("memwell"))

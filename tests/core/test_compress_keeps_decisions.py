@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from memwell.agent.compress_tool import run_compress
 from memwell.cli.main import cli
 from memwell.context.compress import BudgetTooSmallError, compress, count_tokens
 from memwell.context.salience import entities
 from memwell.context.tokens import EstimatedTokens
-from memwell.context.tool import run_compress
 from memwell.context.transcript import Turn
 
 COUNTER = EstimatedTokens()

@@ -10,9 +10,9 @@ import pytest
 from config_helpers import tiny_backend_registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings, load_settings
-from memwell.errors import ConfigError
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings, load_settings
+from memwell.contract.errors import ConfigError
+from memwell.registry.plugins import PluginRegistry
 from pydantic import BaseModel, ConfigDict, Field
 
 

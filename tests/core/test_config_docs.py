@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from memwell.plugins import get_registry
+from memwell.registry.plugins import get_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,9 +15,9 @@ from typing import Any
 import msgspec
 import pytest
 from config_helpers import tiny_backend_registry
-from memwell.config import load_settings
-from memwell.errors import ConfigError
-from memwell.records import Record
+from memwell.contract.config import load_settings
+from memwell.contract.errors import ConfigError
+from memwell.contract.records import Record
 
 NO_USER = Path("/nonexistent/memwell-user.toml")
 

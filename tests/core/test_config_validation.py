@@ -1,4 +1,4 @@
-"""memwell.config_validation: string conversion as pydantic did it, plugin config models of
+"""memwell.contract.config_validation: string conversion as pydantic did it, plugin config models of
 every supported kind (msgspec, dataclass, pydantic), and errors that name key and source."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import pytest
 from config_helpers import tiny_backend_registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings, load_settings, plugin_config
-from memwell.config_validation import convert, field_error
-from memwell.errors import ConfigError
-from memwell.plugins import PluginRegistry
-from memwell.records import Record
+from memwell.contract.config import MemwellSettings, load_settings, plugin_config
+from memwell.contract.config_validation import convert, field_error
+from memwell.contract.errors import ConfigError
+from memwell.contract.records import Record
+from memwell.registry.plugins import PluginRegistry
 
 NO_USER = Path("/nonexistent/memwell-user.toml")
 
@@ -253,7 +253,12 @@ def test_fingerprint_is_stable_for_equal_settings() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["memwell.config", "memwell_sqlite.config", "memwell_local.provider", "memwell.remote"],
+    [
+        "memwell.contract.config",
+        "memwell_sqlite.config",
+        "memwell_local.provider",
+        "memwell.providers.remote",
+    ],
 )
 def test_config_modules_import_no_pydantic(module: str) -> None:
     code = f"import sys, {module}; print('pydantic' in sys.modules)"

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from memwell.agent.compress_tool import run_compress
 from memwell.context.compress import (
     SUMMARY_WORDS,
     compress,
@@ -16,7 +17,6 @@ from memwell.context.compress import (
     level_for,
 )
 from memwell.context.tokens import EstimatedTokens, TokenizerFile, counter_for
-from memwell.context.tool import run_compress
 from memwell.context.transcript import Turn, parse_transcript
 
 TOOL_OUTPUT = "\n".join(f"row {i}: exported table_{i} ok" for i in range(200))

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.conversation_eval import (
+from memwell.contract.errors import ConfigError
+from memwell.contract.models import MemorySearchResult
+from memwell.evaluation.conversation import (
     Question,
     WrittenConversation,
     floor_scores,
@@ -22,8 +24,6 @@ from memwell.conversation_eval import (
     turn_recall,
     write_conversation,
 )
-from memwell.errors import ConfigError
-from memwell.models import MemorySearchResult
 
 TURNS = [
     ("c1", 1, "1:56 pm on 8 May, 2023", "D1:1", "Ann", "I adopted a greyhound named Biscuit."),

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings
-from memwell.core_files import TRUNCATED, load_core_memory
-from memwell.factory import close_all, open_memory
-from memwell.prompt import core_memory_section
+from memwell.agent.core_files import TRUNCATED, load_core_memory
+from memwell.agent.prompt import core_memory_section
+from memwell.contract.config import MemwellSettings
+from memwell.runtime.factory import close_all, open_memory
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.config import HybridSettings
-from memwell.factory import open_memory
+from memwell.contract.config import HybridSettings
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.date_match import (
     DateSpan,
@@ -19,6 +18,7 @@ from memwell.retrieval.date_match import (
     query_dates,
 )
 from memwell.retrieval.pipeline import fuse_hybrid
+from memwell.runtime.factory import open_memory
 
 
 def test_query_dates_reads_days_months_and_iso() -> None:

@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.config import HybridSettings
+from memwell.agent.session_capture import render_session_note
+from memwell.contract.config import HybridSettings
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import chunk_markdown
 from memwell.retrieval.dialogue import dialogue_weights, is_dialogue, mostly_dialogue, turn_speaker
 from memwell.retrieval.pipeline import fuse_hybrid
-from memwell.session_capture import render_session_note
 from memwell.sources.sessions import TranscriptMessage
 
 CONVERSATION = """# Session 1: 1:56 pm on 8 May, 2023

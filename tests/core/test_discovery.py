@@ -7,7 +7,7 @@ from pathlib import Path, PurePath
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.errors import PathNotAllowedError
+from memwell.contract.errors import PathNotAllowedError
 from memwell.sources.discovery import (
     SourceFile,
     list_memory_files,

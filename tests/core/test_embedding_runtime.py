@@ -10,20 +10,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from memwell import embedding_runtime
-from memwell.config import MemwellSettings
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
-from memwell.embedding_runtime import (
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.contract.embeddings import provider_key
+from memwell.contract.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.contract.hookspecs import hookimpl
+from memwell.providers import runtime as embedding_runtime
+from memwell.providers.retry import RetryPolicy
+from memwell.providers.runtime import (
     LOCAL_BATCH_TEXTS,
     REMOTE_BATCH_BYTES,
     EmbeddingRuntime,
     select_provider,
 )
-from memwell.embeddings import provider_key
-from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry
-from memwell.retry import RetryPolicy
+from memwell.registry.plugins import PluginRegistry
 
 
 class HttpError(Exception):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell import entry_points as ep_mod
-from memwell.entry_points import EntryPointRef, find_entry_points
+from memwell.util import entry_points as ep_mod
+from memwell.util.entry_points import EntryPointRef, find_entry_points
 
 
 def _importlib(group: str) -> list[tuple[str, str, str | None, str | None]]:

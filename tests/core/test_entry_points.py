@@ -16,8 +16,8 @@ import pytest
 
 TINY_MODULE = '''
 """A third-party memwell plugin that only uses the public API."""
-from memwell.descriptors import EmbeddingProviderSpec, SearchBackend
-from memwell.hookspecs import hookimpl
+from memwell.contract.descriptors import EmbeddingProviderSpec, SearchBackend
+from memwell.contract.hookspecs import hookimpl
 
 HOOK_CALLS = []
 
@@ -128,7 +128,7 @@ def _run(code: str, site: Path, tmp_path: Path) -> subprocess.CompletedProcess[s
 DISCOVER = """
 import json, logging, sys
 logging.basicConfig()  # the application asks for memwell's log records
-import memwell.plugins as plugins
+import memwell.registry.plugins as plugins
 assert "tinyplug" not in sys.modules, "entry points must load lazily"
 registry = plugins.get_registry()
 assert plugins.get_registry() is registry
@@ -188,7 +188,7 @@ def test_allow_list_blocks_the_tiny_plugin(site: Path, tmp_path: Path) -> None:
     env["MEMWELL_LOAD_PLUGINS"] = "builtin"
     code = """
     import json, sys
-    from memwell.plugins import get_registry
+    from memwell.registry.plugins import get_registry
     reg = get_registry()
     print(json.dumps({"tiny": reg.infos["tinyplug"].status,
                       "broken": reg.infos["brokenplug"].status,

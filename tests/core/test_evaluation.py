@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.errors import ConfigError
-from memwell.evaluation import (
+from memwell.contract.errors import ConfigError
+from memwell.evaluation.beir import (
     doc_filename,
     floor_dropped,
     load_dataset,

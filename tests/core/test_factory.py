@@ -9,16 +9,16 @@ from typing import Any
 
 import memwell_sqlite.plugin
 import pytest
-from memwell import factory
-from memwell.config import MemwellSettings
-from memwell.descriptors import BackendContext, SearchBackend
-from memwell.errors import ConfigError
-from memwell.factory import open_memory, resolve_workspace
-from memwell.fallback import FallbackMemoryManager
-from memwell.hookspecs import hookimpl
-from memwell.manager import BaseMemoryManager
-from memwell.models import MemorySearchResult, MemoryStatus
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import BackendContext, SearchBackend
+from memwell.contract.errors import ConfigError
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.manager import BaseMemoryManager
+from memwell.contract.models import MemorySearchResult, MemoryStatus
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime import factory
+from memwell.runtime.factory import open_memory, resolve_workspace
+from memwell.runtime.fallback import FallbackMemoryManager
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 
@@ -237,8 +237,8 @@ def test_resolve_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_open_memory_is_importable_from_the_package_root() -> None:
     import memwell
     from memwell import close_all, open_memory
-    from memwell.factory import close_all as factory_close_all
-    from memwell.factory import open_memory as factory_open_memory
+    from memwell.runtime.factory import close_all as factory_close_all
+    from memwell.runtime.factory import open_memory as factory_open_memory
 
     assert open_memory is factory_open_memory and close_all is factory_close_all
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

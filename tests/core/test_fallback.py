@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from memwell.errors import BackendUnavailableError, PathNotAllowedError
-from memwell.fallback import FallbackMemoryManager
-from memwell.manager import MemorySearchManager, ProgressCallback
-from memwell.models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
+from memwell.contract.errors import BackendUnavailableError, PathNotAllowedError
+from memwell.contract.manager import MemorySearchManager, ProgressCallback
+from memwell.contract.models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
+from memwell.runtime.fallback import FallbackMemoryManager
 
 
 class FakeManager:

@@ -13,12 +13,12 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner, Result
-from memwell import factory
+from memwell.agent.tools import memory_get
 from memwell.cli.main import cli
 from memwell.cli.progress import progress_text
 from memwell.cli.render import hit_lines, query_pattern
-from memwell.models import SyncProgress
-from memwell.tools import memory_get
+from memwell.contract.models import SyncProgress
+from memwell.runtime import factory
 
 MEMWELL = str(Path(sys.executable).with_name("memwell"))
 KEYWORD_ONLY = ["--provider", "none"]
@@ -383,7 +383,8 @@ def test_help_imports_no_plugin_and_no_pydantic(tmp_path: Path) -> None:
         "    main(['--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = [m for m in ('pydantic', 'numpy', 'mcp', 'memwell_sqlite', 'memwell.factory')"
+        "heavy = [m for m in ('pydantic', 'numpy', 'mcp', 'memwell_sqlite',"
+        " 'memwell.runtime.factory')"
         " if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
     )

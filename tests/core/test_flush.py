@@ -8,8 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from memwell.config import FlushSettings, MemwellSettings
-from memwell.flush import (
+from memwell.agent.flush import (
     DEFAULT_SYSTEM_PROMPT,
     READ_ONLY_FILES,
     SILENT_TOKEN,
@@ -22,6 +21,7 @@ from memwell.flush import (
     plan_from_arguments,
     plan_text,
 )
+from memwell.contract.config import FlushSettings, MemwellSettings
 
 BERLIN = timezone(timedelta(hours=1), "CET")
 NOW = datetime(2026, 3, 4, 23, 30, tzinfo=BERLIN)  # still March 4 locally, March 5 in UTC

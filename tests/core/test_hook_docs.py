@@ -1,6 +1,6 @@
 """The plugin docs are tested: hook signatures, runnable examples and quoted source excerpts.
 
-``docs/plugin-hooks.md`` must document every hookspec in :mod:`memwell.hookspecs` under a
+``docs/plugin-hooks.md`` must document every hookspec in :mod:`memwell.contract.hookspecs` under a
 heading with its exact signature, ``### `name(arg, ...)` ``, and nothing that is not a
 hookspec; every hook section has an example, and every example runs. Code quoted in
 ``docs/writing-a-plugin.md`` after a ``<!-- from: PATH -->`` marker must appear verbatim in PATH.
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from memwell import hookspecs
+from memwell.contract import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS_DOC = ROOT / "docs" / "plugin-hooks.md"

@@ -4,12 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.hybrid import (
-    merge_rrf,
-    merge_weighted,
-    normalize_weights,
-    relaxed_filter,
-)
+from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
 
 
 def cand(

@@ -41,7 +41,7 @@ def test_a_one_shot_keyword_search_does_not_import_logging(tmp_path: Path) -> No
 
 DEFERRED = """
 import sys
-from memwell.lazy_import import defer_logging_setup, lazy_logger
+from memwell.util.lazy_import import defer_logging_setup, lazy_logger
 from memwell.cli.main import _configure_logging
 log = lazy_logger("memwell.demo")
 defer_logging_setup(_configure_logging)
@@ -61,7 +61,7 @@ def test_a_deferred_setup_runs_before_the_first_record() -> None:
 
 def test_a_setup_deferred_after_logging_is_imported_runs_at_once() -> None:
     code = (
-        "import logging\nfrom memwell.lazy_import import defer_logging_setup\n"
+        "import logging\nfrom memwell.util.lazy_import import defer_logging_setup\n"
         "defer_logging_setup(lambda: print('ran'))\nprint('next')\n"
     )
     assert _run(code).stdout.split() == ["ran", "next"]
@@ -73,7 +73,7 @@ def test_the_cli_logs_info_only_when_verbose(tmp_path: Path, flag: list[str], sh
     env.update(XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     code = (
         "import sys\nfrom memwell.cli.main import cli\n"
-        "from memwell.lazy_import import lazy_logger\n"
+        "from memwell.util.lazy_import import lazy_logger\n"
         "@cli.command('demo-log')\ndef demo() -> None:\n"
         "    lazy_logger('memwell.demo').info('an info line')\n"
         "cli.main(sys.argv[1:], standalone_mode=False)\n"
@@ -84,8 +84,8 @@ def test_the_cli_logs_info_only_when_verbose(tmp_path: Path, flag: list[str], sh
 
 REFUSED_PATH = """
 import sys
-from memwell.factory import open_memory
-from memwell.tools import execute_tool
+from memwell.runtime.factory import open_memory
+from memwell.agent.tools import execute_tool
 memory = open_memory(sys.argv[1], overrides={"provider": "none", "sync": {"watch": False}})
 if sys.argv[2] == "configured":
     import logging

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.lazy_import import CompiledPattern, LazyPattern, lazy_pattern
 from memwell.retrieval import fts_query, keywords
 from memwell.retrieval.cjk import CJK_CLASS, segment_query_terms
 from memwell.retrieval.keywords import extract_keywords, tokenize
+from memwell.util.lazy_import import CompiledPattern, LazyPattern, lazy_pattern
 
 PROBE = """
 import json, sys
@@ -26,7 +26,7 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-from memwell.lazy_import import CompiledPattern
+from memwell.util.lazy_import import CompiledPattern
 from memwell.retrieval.char_class import CharClass
 compiled = sorted(
     f"{name}.{attr}"

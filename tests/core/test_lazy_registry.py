@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memwell import plugins as plugins_mod
-from memwell.entry_points import EntryPointRef
-from memwell.plugin_index import PluginIndex
-from memwell.plugins import ALLOW_LIST_ENV, PluginRegistry
+from memwell.registry import plugins as plugins_mod
+from memwell.registry.index import PluginIndex
+from memwell.registry.plugins import ALLOW_LIST_ENV, PluginRegistry
+from memwell.util.entry_points import EntryPointRef
 
 PLUGIN = """
-from memwell.descriptors import EmbeddingProviderSpec, SearchBackend
-from memwell.hookspecs import hookimpl
+from memwell.contract.descriptors import EmbeddingProviderSpec, SearchBackend
+from memwell.contract.hookspecs import hookimpl
 
 
 def _never(ctx):

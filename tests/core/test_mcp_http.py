@@ -10,9 +10,9 @@ from typing import Any
 
 import anyio
 import pytest
-from memwell.errors import ConfigError
-from memwell.mcp_http import GuardedHttp, PortInUseError, bind_http
-from memwell.mcp_token import http_token
+from memwell.contract.errors import ConfigError
+from memwell.mcp.http_guard import GuardedHttp, PortInUseError, bind_http
+from memwell.mcp.token import http_token
 
 
 class Recorder:

@@ -8,7 +8,7 @@ from typing import Any
 import mcp.types as types
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.mcp_jsonrpc import (
+from memwell.mcp.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     MAX_DEPTH,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from memwell.errors import PathNotAllowedError
+from memwell.contract.errors import PathNotAllowedError
 from memwell.sources.paths import is_memory_path, read_memory_file, resolve_read_path
 
 SECRET = "TOP-SECRET-OUTSIDE"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memwell.config import HybridSettings
+from memwell.contract.config import HybridSettings
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 

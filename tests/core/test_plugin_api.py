@@ -9,9 +9,9 @@ import memwell.plugin as mw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.descriptors import BackendContext
-from memwell.errors import PluginError
-from memwell.plugin_api import PLUGIN_API_VERSION, _simple_range_contains, api_mismatch
+from memwell.contract.api_version import PLUGIN_API_VERSION, _simple_range_contains, api_mismatch
+from memwell.contract.descriptors import BackendContext
+from memwell.contract.errors import PluginError
 from pydantic import BaseModel
 
 
@@ -25,17 +25,24 @@ def test_every_exported_name_resolves() -> None:
 
 @pytest.mark.parametrize("module", ["memwell.plugin", "memwell.plugin_sdk"])
 def test_importing_the_door_loads_nothing_heavy(module: str) -> None:
-    heavy = ["numpy", "memwell.remote", "memwell.tools", "memwell.factory", "memwell.cli.main"]
+    heavy = [
+        "numpy",
+        "memwell.providers.remote",
+        "memwell.agent.tools",
+        "memwell.runtime.factory",
+        "memwell.cli.main",
+    ]
     code = f"import sys, {module}; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_the_sdk_resolves_every_name_to_the_core_object() -> None:
-    from memwell import blas, lazy_import, remote, retry, sqlite_errors
     from memwell import plugin_sdk as sdk
-    from memwell.retrieval import file_scan
+    from memwell.providers import remote, retry
+    from memwell.sources import file_scan
     from memwell.textgen import remote as textgen_remote
+    from memwell.util import blas, lazy_import, sqlite_errors
 
     missing = [name for name in sdk.__all__ if not hasattr(sdk, name)]
     assert missing == []
@@ -116,7 +123,7 @@ def test_other_forms_are_left_to_packaging() -> None:
 
 
 def test_every_first_party_plugin_declares_the_api_it_supports() -> None:
-    from memwell.plugins import PluginRegistry
+    from memwell.registry.plugins import PluginRegistry
 
     registry = PluginRegistry()
     registry.load_all()

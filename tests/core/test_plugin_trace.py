@@ -7,9 +7,9 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from memwell.descriptors import SearchBackend
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry
+from memwell.contract.descriptors import SearchBackend
+from memwell.contract.hookspecs import hookimpl
+from memwell.registry.plugins import PluginRegistry
 
 
 def _backends() -> list[SearchBackend]:

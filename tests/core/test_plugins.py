@@ -9,11 +9,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from memwell import plugins as plugins_mod
-from memwell.descriptors import EmbeddingProviderSpec, SearchBackend
-from memwell.errors import PluginError
-from memwell.hookspecs import hookimpl
-from memwell.plugins import ALLOW_LIST_ENV, PluginRegistry, allowed_plugins
+from memwell.contract.descriptors import EmbeddingProviderSpec, SearchBackend
+from memwell.contract.errors import PluginError
+from memwell.contract.hookspecs import hookimpl
+from memwell.registry import plugins as plugins_mod
+from memwell.registry.plugins import ALLOW_LIST_ENV, PluginRegistry, allowed_plugins
 from memwell.testing import hash_provider_plugin
 
 
@@ -128,9 +128,9 @@ def test_duplicate_provider_ids_both_plugins(reg: PluginRegistry) -> None:
 def test_selecting_a_conflicting_backend_names_the_conflict(
     reg: PluginRegistry, tmp_path: Any
 ) -> None:
-    from memwell.config import load_settings
-    from memwell.errors import ConfigError
-    from memwell.factory import open_memory
+    from memwell.contract.config import load_settings
+    from memwell.contract.errors import ConfigError
+    from memwell.runtime.factory import open_memory
 
     reg.register(backend_plugin("same"), "first-plugin")
     reg.register(backend_plugin("same"), "second-plugin")
@@ -176,7 +176,7 @@ def test_raising_hook_is_marked_error_and_skipped(
 ) -> None:
     reg.register(backend_plugin("good"), "good-plugin")
     reg.register(raising_plugin(), "broken-plugin")
-    with caplog.at_level(logging.WARNING, logger="memwell.plugins"):
+    with caplog.at_level(logging.WARNING, logger="memwell.registry.plugins"):
         backends = reg.backends
     assert list(backends) == ["good"]
     info = reg.infos["broken-plugin"]
@@ -259,7 +259,7 @@ def test_call_each_isolates_failures(reg: PluginRegistry, caplog: pytest.LogCapt
 
     reg.register(SimpleNamespace(memwell_before_answer=ok_before), "good-hook")
     reg.register(SimpleNamespace(memwell_before_answer=bad_before), "bad-hook")
-    with caplog.at_level(logging.WARNING, logger="memwell.plugins"):
+    with caplog.at_level(logging.WARNING, logger="memwell.registry.plugins"):
         results = reg.call_each(
             "memwell_before_answer", manager=object(), prompt="hi", session_key=None
         )
@@ -318,8 +318,8 @@ def test_unknown_capability_disables_the_registration(reg: PluginRegistry) -> No
 def test_sessions_source_on_a_backend_without_it_is_said(
     reg: PluginRegistry, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from memwell.config import load_settings
-    from memwell.factory import create_backend
+    from memwell.contract.config import load_settings
+    from memwell.runtime.factory import create_backend
 
     built: list[object] = []
 
@@ -331,6 +331,6 @@ def test_sessions_source_on_a_backend_without_it_is_said(
     settings = load_settings(
         tmp_path, overrides={"backend": "plain", "sources": ["memory", "sessions"]}, registry=reg
     )
-    with caplog.at_level(logging.WARNING, logger="memwell.factory"):
+    with caplog.at_level(logging.WARNING, logger="memwell.runtime.factory"):
         create_backend("plain", settings, reg, tmp_path)
     assert built and "does not index sessions" in caplog.text

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from memwell.config import MemwellSettings
-from memwell.embeddings import Matrix, Vector
-from memwell.models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
+from memwell.contract.config import MemwellSettings
+from memwell.contract.embeddings import Matrix, Vector
+from memwell.contract.models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
 from memwell.recall.manager import NO_EMBEDDER, NO_VERSION, RecallCachedManager, normalise_query
 from memwell.recall.store import estimate_bytes
 from memwell.testing import HashEmbeddingProvider

@@ -1,4 +1,4 @@
-"""memwell.records: the model-style helpers of msgspec records."""
+"""memwell.contract.records: the model-style helpers of msgspec records."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.records import Record
+from memwell.contract.records import Record
 
 
 class Inner(Record, forbid_unknown_fields=True):
@@ -88,7 +88,7 @@ def test_json_dump_round_trips_through_validate(
 @pytest.mark.parametrize(
     "module",
     [
-        "memwell.config",
+        "memwell.contract.config",
         "memwell_sqlite.config",
         "memwell_lancedb.config",
         "memwell_postgres.config",

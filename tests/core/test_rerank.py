@@ -8,16 +8,16 @@ from types import SimpleNamespace
 
 import memwell_sqlite.plugin
 import pytest
-from memwell.config import MemwellSettings
-from memwell.descriptors import RerankerSpec
-from memwell.errors import ConfigError
-from memwell.factory import close_all, open_memory
-from memwell.hookspecs import hookimpl
-from memwell.models import MemorySearchResult
-from memwell.plugins import PluginRegistry
-from memwell.recall.manager import unwrap
-from memwell.recall.protocols import search_many
-from memwell.rerank import RerankingManager
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import RerankerSpec
+from memwell.contract.errors import ConfigError
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.models import MemorySearchResult
+from memwell.contract.recall_protocols import search_many
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.fallback import unwrap
+from memwell.runtime.rerank import RerankingManager
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 

@@ -14,9 +14,10 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-from memwell.curation.promotion import PromotionCandidate, PromotionResult, SkippedCandidate
-from memwell.flush import FlushPlan
-from memwell.models import (
+from memwell.agent.flush import FlushPlan
+from memwell.agent.session_capture import SessionSaveResult
+from memwell.agent.write_tools import RECENT_OUTPUT_SCHEMA, WRITE_OUTPUT_SCHEMA
+from memwell.contract.models import (
     CacheStatus,
     FallbackStatus,
     FtsStatus,
@@ -32,9 +33,8 @@ from memwell.models import (
     SyncProgress,
     VectorStatus,
 )
-from memwell.records import Record
-from memwell.session_capture import SessionSaveResult
-from memwell.writing.agent_tools import RECENT_OUTPUT_SCHEMA, WRITE_OUTPUT_SCHEMA
+from memwell.contract.records import Record
+from memwell.curation.promotion import PromotionCandidate, PromotionResult, SkippedCandidate
 from memwell.writing.results import RecentFile, WriteResult
 
 

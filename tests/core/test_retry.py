@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.errors import ProviderError
-from memwell.retry import RetryPolicy, is_retryable
+from memwell.contract.errors import ProviderError
+from memwell.providers.retry import RetryPolicy, is_retryable
 
 
 class HttpError(Exception):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli, main
-from memwell.errors import ConfigError
-from memwell.scaffold import scaffold_plugin
+from memwell.cli.scaffold import scaffold_plugin
+from memwell.contract.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,15 +12,15 @@ from typing import Any
 import memwell_sqlite.plugin
 import pytest
 from click.testing import CliRunner
-from memwell import factory
-from memwell import plugins as plugins_mod
-from memwell.backend import MemoryBackend, SearchRequest
 from memwell.cli.main import cli, main
-from memwell.descriptors import SearchBackend
-from memwell.hookspecs import hookimpl
-from memwell.manager import ProgressCallback
-from memwell.plugins import PluginRegistry
+from memwell.contract.descriptors import SearchBackend
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.manager import ProgressCallback
+from memwell.registry import plugins as plugins_mod
+from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.candidate import Candidate
+from memwell.runtime import factory
+from memwell.runtime.backend import MemoryBackend, SearchRequest
 from memwell.testing.conformance import write_workspace
 
 

@@ -7,9 +7,11 @@ from datetime import date
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.errors import ProviderError
+from memwell.contract.errors import ProviderError
 from memwell.retrieval.decay import date_from_path, is_evergreen
-from memwell.slugs import (
+from memwell.sources.paths import is_memory_path
+from memwell.textgen.extractive import ExtractiveGenerator
+from memwell.writing.slugs import (
     MAX_SLUG_LENGTH,
     SLUG_INSTRUCTIONS,
     clean_slug,
@@ -18,8 +20,6 @@ from memwell.slugs import (
     is_slug,
     keyword_slug,
 )
-from memwell.sources.paths import is_memory_path
-from memwell.textgen.extractive import ExtractiveGenerator
 
 
 class Scripted:

@@ -7,14 +7,14 @@ from datetime import date
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.writing.facts import facts_of, superseding_pairs
-from memwell.writing.supersede import (
+from memwell.retrieval.supersede_marker import (
     is_superseded,
     mark_line,
     marker,
     parse_superseded,
     superseded_lines,
 )
+from memwell.writing.facts import facts_of, superseding_pairs
 
 WHEN = date(2026, 6, 3)
 
@@ -135,7 +135,7 @@ class _Generator:
 
 
 def test_the_text_generator_confirms_or_vetoes() -> None:
-    from memwell.errors import ProviderError
+    from memwell.contract.errors import ProviderError
     from memwell.writing.confirm import text_generator_confirm
 
     yes, no, broken = _Generator("Yes."), _Generator("no"), _Generator(ProviderError("down"))

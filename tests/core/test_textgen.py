@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings, load_settings
-from memwell.descriptors import ProviderContext, TextGeneratorSpec
-from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry
-from memwell.textgen.base import TextGenerator
+from memwell.contract.config import MemwellSettings, load_settings
+from memwell.contract.descriptors import ProviderContext, TextGeneratorSpec
+from memwell.contract.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.text_generator import TextGenerator
+from memwell.registry.plugins import PluginRegistry
 from memwell.textgen.extractive import ExtractiveGenerator, extractive_summary, split_sentences
 from memwell.textgen.selection import select_text_generator
 from pydantic import BaseModel, ConfigDict

@@ -5,22 +5,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import memwell.tools as memwell_tools
+import memwell.agent.tools as memwell_tools
 import pytest
-from memwell.descriptors import AgentTool
-from memwell.errors import BackendUnavailableError, PathNotAllowedError, ProviderError
-from memwell.hookspecs import hookimpl
-from memwell.manager import MemorySearchManager
-from memwell.models import (
-    FallbackStatus,
-    MemorySearchResult,
-    MemoryStatus,
-    ProbeResult,
-    ReadFileResult,
-)
-from memwell.plugins import PluginRegistry
-from memwell.prompt import memory_prompt_section
-from memwell.tools import (
+from memwell.agent.prompt import memory_prompt_section
+from memwell.agent.tools import (
     MEMORY_GET_TOOL,
     MEMORY_SEARCH_TOOL,
     NOTICE,
@@ -35,6 +23,18 @@ from memwell.tools import (
     run_tool,
     tool_definitions,
 )
+from memwell.contract.descriptors import AgentTool
+from memwell.contract.errors import BackendUnavailableError, PathNotAllowedError, ProviderError
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.manager import MemorySearchManager
+from memwell.contract.models import (
+    FallbackStatus,
+    MemorySearchResult,
+    MemoryStatus,
+    ProbeResult,
+    ReadFileResult,
+)
+from memwell.registry.plugins import PluginRegistry
 
 DIRECT = "agent:main:direct:alice"
 GROUP = "agent:main:telegram:group:123"
@@ -408,7 +408,7 @@ def test_memory_get_errors(error: Exception) -> None:
 
 @pytest.mark.parametrize("path", ["memory/gone.md", "MEMORY.md"])
 def test_memory_get_of_a_missing_file_is_a_not_found_error(tmp_path: Path, path: str) -> None:
-    from memwell.factory import open_memory
+    from memwell.runtime.factory import open_memory
 
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "empty.md").write_text("")

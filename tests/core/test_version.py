@@ -12,7 +12,7 @@ import pytest
 import tomllib
 from click.testing import CliRunner
 from memwell.cli.main import cli
-from memwell.plugin_api import PLUGIN_API_VERSION
+from memwell.contract.api_version import PLUGIN_API_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = sorted(

@@ -7,7 +7,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memwell.errors import WriteRefusedError
+from memwell.contract.errors import WriteRefusedError
 from memwell.writing.edits import Edit, append, append_under_heading, newline_of, replace_once
 
 FRONT_MATTER = "---\ntitle: notes\ntags: [a]\n---\n"

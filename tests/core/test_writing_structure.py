@@ -14,7 +14,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.errors import PathNotAllowedError, WriteRefusedError
+from memwell.contract.errors import PathNotAllowedError, WriteRefusedError
 from memwell.writing.edits import (
     _heading_title,
     _lines,

@@ -14,11 +14,11 @@ from typing import Any
 import memwell_jsonfile.plugin as jsonfile_plugin
 import memwell_sqlite.plugin as builtin_plugin
 import pytest
-from memwell.errors import ConfigError
-from memwell.factory import close_all, open_memory
-from memwell.fallback import FallbackMemoryManager
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.errors import ConfigError
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.fallback import FallbackMemoryManager
 from memwell.testing import backend_factory, isolated_registry
 from memwell.testing.conformance import BackendConformance, write_workspace
 from memwell.testing.write_conformance import WriterConformance

@@ -18,21 +18,21 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
-from memwell.factory import close_all, open_memory
-from memwell.fallback import FallbackMemoryManager
-from memwell.mcp_server import McpMemoryServer
-from memwell.models import MemorySearchResult
-from memwell.organise.tool import REFLECT_TOOL
-from memwell.plugins import PluginRegistry
-from memwell.testing import hash_provider_plugin
-from memwell.testing.conformance import write_workspace
-from memwell.tools import WRITE_TOOL_NAMES, tool_definitions
-from memwell.writing.agent_tools import (
+from memwell.agent.reflect_tool import REFLECT_TOOL
+from memwell.agent.tools import WRITE_TOOL_NAMES, tool_definitions
+from memwell.agent.write_tools import (
     MEMORY_EDIT_TOOL,
     MEMORY_RECENT_TOOL,
     MEMORY_SUPERSEDE_TOOL,
     MEMORY_WRITE_TOOL,
 )
+from memwell.contract.models import MemorySearchResult
+from memwell.mcp.server import McpMemoryServer
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.fallback import FallbackMemoryManager
+from memwell.testing import hash_provider_plugin
+from memwell.testing.conformance import write_workspace
 
 MEMWELL = Path(sys.executable).with_name("memwell")
 DEADLINE_S = 60

@@ -9,13 +9,13 @@ from pathlib import Path
 import anyio
 import memwell_sqlite.plugin
 from mcp import Client
-from memwell.config import MemwellSettings
 from memwell.context.compress import count_tokens
 from memwell.context.tokens import EstimatedTokens
 from memwell.context.transcript import Turn
-from memwell.factory import close_all, open_memory
-from memwell.mcp_server import McpMemoryServer
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.mcp.server import McpMemoryServer
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing.conformance import write_workspace
 
 TURNS = [

@@ -13,10 +13,10 @@ import memwell_sqlite.plugin
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
-from memwell.mcp_server import McpMemoryServer, resource_uri
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.mcp.server import McpMemoryServer, resource_uri
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing.conformance import write_workspace
 from memwell.writing import MemoryWriter
 from test_mcp import MEMWELL, env, payload, run, workspace  # noqa: F401  (shared fixtures)

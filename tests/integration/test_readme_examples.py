@@ -169,7 +169,7 @@ def _setting_keys(values: dict[str, object], prefix: str = "") -> set[str]:
 
 
 def test_configuration_section_documents_every_core_setting() -> None:
-    from memwell.config import MemwellSettings
+    from memwell.contract.config import MemwellSettings
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     undocumented = _setting_keys(MemwellSettings().model_dump()) - _documented_config_keys(readme)

@@ -9,9 +9,9 @@ from typing import Any
 import memwell_lancedb.plugin as lance_plugin
 import pytest
 from lancedb_helpers import Build
-from memwell.config import load_settings
-from memwell.factory import backend_context
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import load_settings
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import backend_context
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell_lancedb.config import LanceConfig
 from memwell_lancedb.manager import LanceMemoryManager

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lancedb_helpers import Build
-from memwell.agent import before_answer
-from memwell.plugins import PluginRegistry
+from memwell.agent.lifecycle import before_answer
+from memwell.registry.plugins import PluginRegistry
 
 
 def test_auto_recall_block_fits_the_budget(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from lancedb_helpers import Build
-from memwell.agent import TurnMessage, after_turn, before_answer
-from memwell.factory import close_all, open_memory
-from memwell.plugins import PluginRegistry
+from memwell.agent.lifecycle import TurnMessage, after_turn, before_answer
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
 from memwell_lancedb import capture
 from memwell_lancedb.capture import detect_category, rejection_reason, select_captures
 from memwell_lancedb.manager import LanceMemoryManager, as_lance_manager

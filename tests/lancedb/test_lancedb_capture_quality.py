@@ -12,8 +12,8 @@ from pathlib import Path
 import lancedb
 import pytest
 from lancedb_helpers import Build
-from memwell.agent import TurnMessage, after_turn
-from memwell.plugins import PluginRegistry
+from memwell.agent.lifecycle import TurnMessage, after_turn
+from memwell.registry.plugins import PluginRegistry
 from memwell_lancedb import tools
 from memwell_lancedb.memory import Memory, MemoryHit
 

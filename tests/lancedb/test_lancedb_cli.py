@@ -10,8 +10,8 @@ import memwell_lancedb.plugin as lance_plugin
 import pytest
 from click.testing import CliRunner, Result
 from memwell.cli.main import cli
-from memwell.factory import close_all
-from memwell.plugins import PluginRegistry, set_registry
+from memwell.registry.plugins import PluginRegistry, set_registry
+from memwell.runtime.factory import close_all
 
 Invoke = Callable[..., Result]
 
@@ -41,7 +41,7 @@ def run(
 
 def test_store_list_search_stats_forget_rebuild(run: Invoke, workspace: Path) -> None:
     assert run("ltm", "list").output.strip() == "no memories"
-    from memwell.factory import open_memory
+    from memwell.runtime.factory import open_memory
     from memwell_lancedb.manager import as_lance_manager
 
     memory = as_lance_manager(

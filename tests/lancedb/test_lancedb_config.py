@@ -6,9 +6,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from memwell.config import load_settings
-from memwell.errors import ConfigError
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import load_settings
+from memwell.contract.errors import ConfigError
+from memwell.registry.plugins import PluginRegistry
 from memwell_lancedb.config import LanceConfig, connect_kwargs, is_local_uri, resolve_uri
 from msgspec import ValidationError
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from lancedb_helpers import Build
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.testing.conformance import BackendConformance, MemoryFactory
 
 

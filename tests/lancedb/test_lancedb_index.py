@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from lancedb_helpers import Build, write
-from memwell.errors import PathNotAllowedError
-from memwell.models import SyncProgress
-from memwell.plugins import PluginRegistry
+from memwell.contract.errors import PathNotAllowedError
+from memwell.contract.models import SyncProgress
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider
 from memwell_lancedb.searching import bm25_to_score, keyword_terms
 
@@ -270,9 +270,9 @@ def test_failing_provider_is_reported_not_raised_by_status(build: Build, workspa
     from types import SimpleNamespace
 
     import memwell_lancedb.plugin as lance_plugin
-    from memwell.descriptors import EmbeddingProviderSpec
-    from memwell.errors import ProviderUnavailableError
-    from memwell.hookspecs import hookimpl
+    from memwell.contract.descriptors import EmbeddingProviderSpec
+    from memwell.contract.errors import ProviderUnavailableError
+    from memwell.contract.hookspecs import hookimpl
 
     def create(ctx: object) -> HashEmbeddingProvider:
         raise ProviderUnavailableError("no API key for broken")

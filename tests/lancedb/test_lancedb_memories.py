@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from lancedb_helpers import Build
-from memwell.errors import ProviderUnavailableError
-from memwell.plugins import PluginRegistry
-from memwell.tools import execute_tool as core_execute_tool
-from memwell.tools import plugin_tools
-from memwell.tools import tool_definitions as core_tool_definitions
+from memwell.agent.tools import execute_tool as core_execute_tool
+from memwell.agent.tools import plugin_tools
+from memwell.agent.tools import tool_definitions as core_tool_definitions
+from memwell.contract.errors import ProviderUnavailableError
+from memwell.registry.plugins import PluginRegistry
 from memwell_lancedb import tools
 from memwell_lancedb.manager import LanceMemoryManager
 from memwell_lancedb.store import MemoryRejected

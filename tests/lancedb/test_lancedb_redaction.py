@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lancedb_helpers import Build
-from memwell.agent import TurnMessage
+from memwell.contract.messages import TurnMessage
 from memwell.testing import HashEmbeddingProvider
 from memwell_lancedb import tools
 from memwell_lancedb.journal import format_entry

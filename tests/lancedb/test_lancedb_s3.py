@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from lancedb_helpers import Build
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.testing.conformance import BackendConformance, MemoryFactory, write_workspace
 from s3_server import S3Server, S3StartError, weed_binary
 
@@ -85,9 +85,9 @@ def test_a_spawned_process_reads_the_shared_index(
 
 def _search_in_child(workspace: str, section: dict[str, Any], query: str, queue: Any) -> None:
     import memwell_lancedb.plugin as lance_plugin
-    from memwell.config import load_settings
-    from memwell.factory import backend_context
-    from memwell.plugins import PluginRegistry
+    from memwell.contract.config import load_settings
+    from memwell.registry.plugins import PluginRegistry
+    from memwell.runtime.factory import backend_context
     from memwell.testing import hash_provider_plugin
     from memwell_lancedb.config import LanceConfig
     from memwell_lancedb.manager import LanceMemoryManager

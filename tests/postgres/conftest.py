@@ -9,7 +9,7 @@ from typing import Any
 
 import memwell_postgres.plugin as pg_plugin
 import pytest
-from memwell.plugins import PluginRegistry
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell_postgres.manager import PostgresMemoryManager
 from pg_helpers import Build, make_manager

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memwell.config import load_settings
-from memwell.factory import backend_context
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import load_settings
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import backend_context
 from memwell_postgres.config import PostgresConfig
 from memwell_postgres.manager import PostgresMemoryManager
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import memwell_postgres.plugin as pg_plugin
-from memwell.plugins import PluginRegistry
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from pg_helpers import make_manager
 

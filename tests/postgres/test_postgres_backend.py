@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memwell.plugins import PluginRegistry
+from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.cjk import is_cjk_char
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell.testing.conformance import write_workspace

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from memwell.errors import BackendUnavailableError
+from memwell.contract.errors import BackendUnavailableError
 from memwell.retrieval.chunking import chunk_markdown
 from memwell.testing.conformance import write_workspace
 from pg_helpers import Build

@@ -14,10 +14,10 @@ from typing import Any
 
 import memwell_sqlite.plugin as sqlite_plugin
 import pytest
-from memwell.config import load_settings
-from memwell.factory import create_backend
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import load_settings
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import create_backend
 from memwell.testing.conformance import write_workspace
 
 FILES = {

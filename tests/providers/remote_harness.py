@@ -14,12 +14,12 @@ import memwell_voyage.plugin
 import numpy as np
 import pytest
 from fake_embedding_server import FakeEmbeddingServer, fake_vector
-from memwell.config import MemwellSettings, deep_merge, plugin_config
-from memwell.descriptors import ProviderContext
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.plugins import PluginRegistry
-from memwell.remote import RemoteEmbeddingProvider
-from memwell.retry import RetryPolicy
+from memwell.contract.config import MemwellSettings, deep_merge, plugin_config
+from memwell.contract.descriptors import ProviderContext
+from memwell.providers.remote import RemoteEmbeddingProvider
+from memwell.providers.retry import RetryPolicy
+from memwell.providers.runtime import EmbeddingRuntime
+from memwell.registry.plugins import PluginRegistry
 
 PROVIDERS = ("openai", "gemini", "mistral", "voyage")
 BATCH_PROVIDERS = ("openai", "gemini", "voyage")

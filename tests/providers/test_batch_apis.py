@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import remote_harness as h
 from fake_embedding_server import BatchPlan, FakeEmbeddingServer, Reply
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.errors import ProviderError
-from memwell.remote import BatchError, BatchingRemoteProvider
+from memwell.contract.errors import ProviderError
+from memwell.providers.remote import BatchError, BatchingRemoteProvider
+from memwell.providers.runtime import EmbeddingRuntime
 
 server = pytest.fixture(h.serve)
 _clean_env = pytest.fixture(autouse=True)(h.clean_env)

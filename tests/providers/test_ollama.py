@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import remote_harness as h
 from fake_embedding_server import FakeEmbeddingServer, Reply, fake_vector
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.errors import ProviderError, ProviderUnavailableError
+from memwell.contract.errors import ProviderError, ProviderUnavailableError
+from memwell.providers.runtime import EmbeddingRuntime
 from memwell_ollama.config import DEFAULT_HOST, normalize_host
 
 server = pytest.fixture(h.serve)

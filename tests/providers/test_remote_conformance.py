@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import remote_harness as h
 from fake_embedding_server import FakeEmbeddingServer
-from memwell.remote import RemoteEmbeddingProvider
+from memwell.providers.remote import RemoteEmbeddingProvider
 from memwell.testing.conformance import ProviderConformance
 
 server = pytest.fixture(h.serve)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import remote_harness as h
 from fake_embedding_server import FakeEmbeddingServer, Reply, fake_vector
-from memwell.config import load_settings
-from memwell.embeddings import provider_key
-from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.remote import RemoteEmbeddingProvider, merge_headers
+from memwell.contract.config import load_settings
+from memwell.contract.embeddings import provider_key
+from memwell.contract.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.providers.remote import RemoteEmbeddingProvider, merge_headers
 
 server = pytest.fixture(h.serve)
 _clean_env = pytest.fixture(autouse=True)(h.clean_env)

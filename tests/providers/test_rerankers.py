@@ -11,11 +11,11 @@ import memwell_sqlite.plugin
 import pytest
 import remote_harness as h
 from fake_embedding_server import FakeEmbeddingServer, Reply
-from memwell.config import MemwellSettings
-from memwell.errors import ProviderError, ProviderUnavailableError
-from memwell.factory import close_all, open_memory
-from memwell.plugins import PluginRegistry
-from memwell.rerank import open_reranker
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import ProviderError, ProviderUnavailableError
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.rerank import open_reranker
 from memwell.testing import hash_provider_plugin
 from memwell.testing.conformance import write_workspace
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import remote_harness as h
 from fake_embedding_server import FakeEmbeddingServer, Reply, fake_generation
-from memwell.config import load_settings
-from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.retry import RetryPolicy
-from memwell.slugs import SLUG_INSTRUCTIONS, generated_slug
+from memwell.contract.config import load_settings
+from memwell.contract.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.providers.retry import RetryPolicy
 from memwell.textgen.remote import RemoteTextGenerator
 from memwell.textgen.selection import select_text_generator
+from memwell.writing.slugs import SLUG_INSTRUCTIONS, generated_slug
 
 server = pytest.fixture(h.serve)
 _clean_env = pytest.fixture(autouse=True)(h.clean_env)

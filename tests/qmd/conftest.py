@@ -13,8 +13,8 @@ from typing import Any, Literal
 import memwell_qmd.plugin
 import memwell_sqlite.plugin
 import pytest
-from memwell.factory import backend_context, close_all
-from memwell.plugins import PluginRegistry
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import backend_context, close_all
 from memwell.testing.conformance import FACTS, write_workspace
 from memwell_qmd.config import COMMAND_ENV, QmdConfig
 from memwell_qmd.manager import QmdMemoryManager

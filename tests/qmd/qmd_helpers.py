@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memwell.config import MemwellSettings
+from memwell.contract.config import MemwellSettings
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memwell.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager
 from memwell.testing.conformance import BackendConformance, MemoryFactory
 from memwell_qmd.manager import QmdMemoryManager
 from qmd_helpers import QUIET

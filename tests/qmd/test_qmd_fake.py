@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from memwell.errors import BackendUnavailableError, PathNotAllowedError
+from memwell.contract.errors import BackendUnavailableError, PathNotAllowedError
 from memwell_qmd.errors import QmdError, QmdNotInstalled, QmdOutputError, QmdTimeout
 from memwell_qmd.manager import QmdMemoryManager
 from qmd_helpers import QUIET, commands, qmd_processes, read_log

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memwell.factory import open_memory
-from memwell.fallback import FallbackMemoryManager
-from memwell.manager import MemorySearchManager
-from memwell.plugins import PluginRegistry
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import open_memory
+from memwell.runtime.fallback import FallbackMemoryManager
 from qmd_helpers import QUIET, qmd_processes, qmd_settings
 
 

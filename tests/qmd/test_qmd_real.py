@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from memwell.factory import open_memory
-from memwell.plugins import PluginRegistry
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import open_memory
 from memwell_qmd.manager import QmdMemoryManager
 from qmd_helpers import QUIET, qmd_processes, qmd_settings
 

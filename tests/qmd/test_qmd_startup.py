@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memwell.factory import open_memory
-from memwell.plugins import PluginRegistry
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import open_memory
 from memwell_qmd.collections import reconcile
 from memwell_qmd.config import QmdTimeouts
 from memwell_qmd.errors import (

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from memwell.config import load_settings
-from memwell.errors import ConfigError
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import load_settings
+from memwell.contract.errors import ConfigError
+from memwell.registry.plugins import PluginRegistry
 from memwell_qmd.collections import desired_collections, sanitize_name
 from memwell_qmd.config import QmdCollection, QmdConfig
 from memwell_qmd.errors import (

@@ -20,12 +20,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import memwell_sqlite.plugin
-from memwell.config import MemwellSettings
-from memwell.descriptors import BackendContext, EmbeddingProviderSpec
-from memwell.embedding_runtime import EmbeddingRuntime
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry
-from memwell.retry import RetryPolicy
+from memwell.contract.config import MemwellSettings
+from memwell.contract.descriptors import BackendContext, EmbeddingProviderSpec
+from memwell.contract.hookspecs import hookimpl
+from memwell.providers.retry import RetryPolicy
+from memwell.providers.runtime import EmbeddingRuntime
+from memwell.registry.plugins import PluginRegistry
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
 from memwell_sqlite.driver import connect
 from memwell_sqlite.indexer import Indexer

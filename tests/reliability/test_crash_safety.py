@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.registry.plugins import PluginRegistry
 from memwell_sqlite.driver import connect, sqlite_module
 from memwell_sqlite.index_files import PublishedIndex
 from memwell_sqlite.layout import IndexDir

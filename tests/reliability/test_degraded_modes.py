@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from memwell.agent.tools import execute_tool
 from memwell.cli.main import main as cli_main
-from memwell.errors import ProviderError
-from memwell.factory import close_all
-from memwell.plugins import PluginRegistry, set_registry
-from memwell.provider_fallback import FALLBACK_FILE, MAX_RETRY_SECONDS, retry_delay
+from memwell.contract.errors import ProviderError
+from memwell.providers.fallback_record import FALLBACK_FILE, MAX_RETRY_SECONDS, retry_delay
+from memwell.registry.plugins import PluginRegistry, set_registry
+from memwell.runtime.factory import close_all
 from memwell.testing import HashEmbeddingProvider
-from memwell.tools import execute_tool
 from memwell_sqlite.manager import SqliteMemoryManager
 from reliability_helpers import (
     COUNTS,

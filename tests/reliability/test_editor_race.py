@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memwell.config import MemwellSettings
-from memwell.factory import close_all, open_memory
+from memwell.contract.config import MemwellSettings
+from memwell.runtime.factory import close_all, open_memory
 from memwell.writing import MemoryWriter, atomic
 from reliability_helpers import write_files
 

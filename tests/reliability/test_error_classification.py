@@ -10,10 +10,10 @@ from pathlib import Path
 
 import memwell_sqlite.indexer
 import pytest
-from memwell import sqlite_errors
-from memwell.errors import ProviderError, provider_failure
-from memwell.provider_fallback import FALLBACK_FILE
+from memwell.contract.errors import ProviderError, provider_failure
+from memwell.providers.fallback_record import FALLBACK_FILE
 from memwell.testing import HashEmbeddingProvider
+from memwell.util import sqlite_errors
 from memwell_sqlite.driver import connect
 from memwell_sqlite.faults import Fault, classify
 from reliability_helpers import (

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memwell.config import MemwellSettings, load_settings
-from memwell.errors import ConfigError, PathNotAllowedError
+from memwell.agent.tools import execute_tool
+from memwell.contract.config import MemwellSettings, load_settings
+from memwell.contract.errors import ConfigError, PathNotAllowedError
 from memwell.sources import paths as paths_module
 from memwell.sources.sessions import parse_session_jsonl
-from memwell.tools import execute_tool
 from memwell_sqlite.manager import SqliteMemoryManager
 from reliability_helpers import (
     COUNTS,

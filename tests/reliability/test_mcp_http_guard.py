@@ -27,7 +27,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from memwell.mcp_http import MAX_BODY_BYTES
+from memwell.mcp.http_guard import MAX_BODY_BYTES
 from memwell.testing.conformance import write_workspace
 from memwell.testing.raw_http import raw_exchange
 from reliability_helpers import COUNTS, mcp_initialize

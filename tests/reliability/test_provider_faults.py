@@ -17,15 +17,15 @@ from typing import Any
 
 import click
 import pytest
-from memwell.agent import after_turn, before_answer
+from memwell.agent.lifecycle import after_turn, before_answer
+from memwell.agent.tools import execute_tool, plugin_tools, tool_definitions
 from memwell.cli.main import main as cli_main
-from memwell.descriptors import EmbeddingProviderSpec, SearchBackend
-from memwell.errors import ProviderError
-from memwell.factory import close_all, open_memory
-from memwell.hookspecs import hookimpl
-from memwell.plugins import set_registry
+from memwell.contract.descriptors import EmbeddingProviderSpec, SearchBackend
+from memwell.contract.errors import ProviderError
+from memwell.contract.hookspecs import hookimpl
+from memwell.registry.plugins import set_registry
+from memwell.runtime.factory import close_all, open_memory
 from memwell.testing import HashEmbeddingProvider
-from memwell.tools import execute_tool, plugin_tools, tool_definitions
 from reliability_helpers import (
     COUNTS,
     build_manager,
@@ -177,7 +177,7 @@ def test_persistent_failure_without_fallback_keeps_serving_and_says_why(
     )
     try:
         manager.sync()
-        provider.fail = always(  # worded like memwell.remote.status_error
+        provider.fail = always(  # worded like memwell.providers.remote.status_error
             ProviderError(
                 "flaky embeddings request failed (HTTP 500): Internal Server Error",
                 provider="flaky",

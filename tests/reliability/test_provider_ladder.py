@@ -14,17 +14,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from memwell import embedding_runtime, provider_fallback
+from memwell.agent.tools import execute_tool
 from memwell.cli.main import main as cli_main
-from memwell.descriptors import EmbeddingProviderSpec, ProviderContext
-from memwell.embeddings import EmbeddingProvider
-from memwell.errors import ProviderError, ProviderUnavailableError
-from memwell.factory import close_all
-from memwell.hookspecs import hookimpl
-from memwell.plugins import PluginRegistry, set_registry
-from memwell.provider_fallback import FALLBACK_FILE
+from memwell.contract.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.contract.embeddings import EmbeddingProvider
+from memwell.contract.errors import ProviderError, ProviderUnavailableError
+from memwell.contract.hookspecs import hookimpl
+from memwell.providers import fallback_record as provider_fallback
+from memwell.providers import runtime as embedding_runtime
+from memwell.providers.fallback_record import FALLBACK_FILE
+from memwell.registry.plugins import PluginRegistry, set_registry
+from memwell.runtime.factory import close_all
 from memwell.testing import HashEmbeddingProvider
-from memwell.tools import execute_tool
 from reliability_helpers import (
     build_manager,
     make_registry,

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from memwell.errors import ProviderError
+from memwell.agent.tools import execute_tool
+from memwell.contract.errors import ProviderError
 from memwell.testing import HashEmbeddingProvider
-from memwell.tools import execute_tool
 from memwell_sqlite.driver import connect
 from memwell_sqlite.layout import IndexDir
 from reliability_helpers import (

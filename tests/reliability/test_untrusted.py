@@ -19,19 +19,19 @@ import memwell_lancedb.plugin as lance_plugin
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.agent import (
+from memwell.agent.lifecycle import (
     UNTRUSTED_BANNER,
     after_turn,
     before_answer,
     looks_like_prompt_injection,
     untrusted_block,
 )
-from memwell.config import load_settings
-from memwell.factory import backend_context
-from memwell.mcp_server import memory_tools
-from memwell.plugins import PluginRegistry
+from memwell.agent.tools import NOTICE, execute_tool, run_tool
+from memwell.contract.config import load_settings
+from memwell.mcp.server import memory_tools
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import backend_context
 from memwell.testing import HashEmbeddingProvider, hash_provider_plugin
-from memwell.tools import NOTICE, execute_tool, run_tool
 from memwell_lancedb.capture import PROMPT_INJECTION, rejection_reason
 from memwell_lancedb.config import LanceConfig
 from memwell_lancedb.manager import LanceMemoryManager

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config import MemwellSettings
-from ..factory import create_backend
-from ..plugins import PluginRegistry
+from memwell.contract.config import MemwellSettings
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import create_backend
 
 PROBE_QUERY = "memwell doctor probe"
 FAILED = "FAILED: "

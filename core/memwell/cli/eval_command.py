@@ -13,7 +13,11 @@ from typing import Any
 
 import click
 
-from ..conversation_eval import (
+from memwell.cli.main import Context, cli, pass_ctx
+from memwell.contract.manager import MemorySearchManager
+from memwell.contract.models import MemorySearchResult
+from memwell.evaluation.beir import evaluate, load_dataset, with_queries, write_corpus
+from memwell.evaluation.conversation import (
     FLOOR_METRICS,
     LAYOUTS,
     Question,
@@ -24,11 +28,7 @@ from ..conversation_eval import (
     summarize,
     write_conversation,
 )
-from ..evaluation import evaluate, load_dataset, with_queries, write_corpus
-from ..factory import open_memory
-from ..manager import MemorySearchManager
-from ..models import MemorySearchResult
-from .main import Context, cli, pass_ctx
+from memwell.runtime.factory import open_memory
 
 MODES: dict[str, dict[str, Any]] = {
     "keyword": {"provider": "none"},

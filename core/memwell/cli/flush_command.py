@@ -6,8 +6,8 @@ import json
 
 import click
 
-from ..flush import ContextUsage, FileFlushState, plan_flush, plan_text
-from .main import Context, cli, pass_ctx
+from memwell.agent.flush import ContextUsage, FileFlushState, plan_flush, plan_text
+from memwell.cli.main import Context, cli, pass_ctx
 
 
 @cli.command(name="flush-plan")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import click
 
-from . import plugin_commands
+from memwell.cli import plugin_commands
 
 
 class LazyGroup(click.Group):

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import __version__
-from ..errors import MemwellError
-from ..lazy_import import defer_logging_setup
-from ..plugin_api import PLUGIN_API_VERSION
-from .lazy import LazyGroup
+from memwell import __version__
+from memwell.cli.lazy import LazyGroup
+from memwell.contract.api_version import PLUGIN_API_VERSION
+from memwell.contract.errors import MemwellError
+from memwell.util.lazy_import import defer_logging_setup
 
 if TYPE_CHECKING:
-    from ..config import MemwellSettings
-    from ..manager import MemorySearchManager
-    from ..models import MemoryStatus
-    from ..plugins import PluginRegistry
+    from memwell.contract.config import MemwellSettings
+    from memwell.contract.manager import MemorySearchManager
+    from memwell.contract.models import MemoryStatus
+    from memwell.registry.plugins import PluginRegistry
 
 
 class Context:
@@ -56,7 +56,7 @@ class Context:
 
     @property
     def workspace(self) -> Path:
-        from ..factory import resolve_workspace
+        from memwell.runtime.factory import resolve_workspace
 
         return resolve_workspace(self.workspace_arg)
 
@@ -65,8 +65,8 @@ class Context:
 
     def settings_for(self, workspace: Path, overrides: dict[str, Any]) -> MemwellSettings:
         """Layered settings for ``workspace`` with ``overrides`` on top."""
-        from ..config import load_settings
-        from ..plugins import get_registry
+        from memwell.contract.config import load_settings
+        from memwell.registry.plugins import get_registry
 
         registry = get_registry()
         self._check_flags(registry)
@@ -76,7 +76,7 @@ class Context:
 
     def _check_flags(self, registry: PluginRegistry) -> None:
         """Name the flag, not a config key, when ``--backend`` or ``--provider`` is unknown."""
-        from ..errors import ConfigError
+        from memwell.contract.errors import ConfigError
 
         if self.backend_flag and registry.backend(self.backend_flag) is None:
             hint = registry.unknown_name_hint("backend", self.backend_flag)
@@ -94,14 +94,14 @@ class Context:
 
     def sessions_dir(self) -> Path | None:
         """The transcripts folder reads may use: only when sessions are indexed."""
-        from ..sources.sessions import readable_sessions_dir
+        from memwell.sources.sessions import readable_sessions_dir
 
         settings = self.settings()
         return readable_sessions_dir(self.workspace, settings.sessions_dir, settings.sources)
 
     def open(self, *, watch: bool = False, **extra: Any) -> MemorySearchManager:
         """Open the workspace's memory; one-shot commands run without a watcher."""
-        from ..factory import open_memory
+        from memwell.runtime.factory import open_memory
 
         sync = {"sync": {"watch": watch, "on_search": False}} if not watch else {}
         return open_memory(self.workspace, settings=self.settings(**sync, **extra))
@@ -111,7 +111,7 @@ pass_ctx = click.make_pass_decorator(Context)
 
 
 def _configure_logging(verbose: bool = False) -> None:
-    from .log_handler import configure_logging
+    from memwell.cli.log_handler import configure_logging
 
     configure_logging(verbose)
 
@@ -177,8 +177,8 @@ def _emit_json(data: Any) -> None:
 @pass_ctx
 def index(ctx: Context, force: bool) -> None:
     """Index the workspace's Markdown memory (incremental unless --force)."""
-    from .progress import ProgressLine
-    from .workspace_hints import warn_if_empty
+    from memwell.cli.progress import ProgressLine
+    from memwell.cli.workspace_hints import warn_if_empty
 
     manager = ctx.open()
     with ProgressLine("indexing") as progress:
@@ -210,12 +210,12 @@ def search(
     from_stdin: bool,
 ) -> None:
     """Search memory; results carry file and line provenance."""
-    from ..retrieval.query_limit import truncation_warning
-    from ..search_report import search_report
-    from .progress import ProgressLine
-    from .render import print_hits
-    from .search_notes import print_search_notes
-    from .workspace_hints import warn_if_empty, warn_keyword_only
+    from memwell.cli.progress import ProgressLine
+    from memwell.cli.render import print_hits
+    from memwell.cli.search_notes import print_search_notes
+    from memwell.cli.workspace_hints import warn_if_empty, warn_keyword_only
+    from memwell.retrieval.query_limit import truncation_warning
+    from memwell.runtime.search_report import search_report
 
     if (query is None) != from_stdin:
         raise click.UsageError("give a QUERY or --stdin, not both")
@@ -224,7 +224,7 @@ def search(
         with ProgressLine("indexing before searching") as progress:
             manager.sync(reason="search", progress=progress)
     if query is None:
-        from ..recall.report import search_json_lines
+        from memwell.recall.report import search_json_lines
 
         lines = search_json_lines(manager, sys.stdin, max_results=max_results, min_score=min_score)
         for line in lines:
@@ -243,7 +243,7 @@ def search(
         warn_if_empty(ctx.workspace, status)
     print_search_notes(report, manager, verbose=ctx.verbose)
     if as_json:
-        from ..organise.routing import route_query
+        from memwell.retrieval.routing import route_query
 
         route = route_query(query).to_dict()
         hits = [r.model_dump() for r in results]
@@ -264,8 +264,8 @@ def search(
 @pass_ctx
 def get(ctx: Context, path: str, from_line: int | None, lines: int | None, as_json: bool) -> None:
     """Print lines of a memory file or session transcript (safe read: memory files only)."""
-    from ..errors import MemoryFileNotFoundError
-    from ..sources.paths import line_range
+    from memwell.contract.errors import MemoryFileNotFoundError
+    from memwell.sources.paths import line_range
 
     manager = ctx.open()
     result = manager.read_file(path, from_line=from_line, lines=lines)
@@ -281,7 +281,7 @@ def get(ctx: Context, path: str, from_line: int | None, lines: int | None, as_js
 
 def _check_from_line(manager: MemorySearchManager, path: str, from_line: int) -> None:
     """Refuse a ``--from`` past the end of the file (an empty read would look like success)."""
-    from ..errors import InvalidArgumentError
+    from memwell.contract.errors import InvalidArgumentError
 
     text = manager.read_file(path).text
     count = len(text.split("\n")) - (1 if text.endswith("\n") or not text else 0)
@@ -326,7 +326,7 @@ def _status_lines(status: MemoryStatus) -> list[str]:
         lines.append(f"last error: {status.last_sync_error}")
     lines += [f"index note: {note}" for note in status.custom.get("index_notes", [])]
     if status.recall_cache is not None:
-        from ..recall.report import recall_cache_line
+        from memwell.recall.report import recall_cache_line
 
         lines.append(f"recall cache: {recall_cache_line(status.recall_cache)}")
     if status.recall_tracking is not None:
@@ -348,8 +348,8 @@ def status(ctx: Context, as_json: bool) -> None:
     """Show the index state, the provider in use and the search mode."""
     import msgspec
 
-    from ..organise.decay_scores import read_scores, summary
-    from ..organise.reflection import SCORES_PATH
+    from memwell.organise.decay_scores import read_scores, summary
+    from memwell.organise.reflection import SCORES_PATH
 
     snapshot = ctx.open().status()
     scores = read_scores(ctx.workspace / SCORES_PATH)
@@ -390,8 +390,8 @@ def watch(ctx: Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins(as_json: bool) -> None:
     """List installed plugins, what they provide and whether they loaded."""
-    from ..plugins import get_registry
-    from .diagnostics import plugin_rows
+    from memwell.cli.diagnostics import plugin_rows
+    from memwell.registry.plugins import get_registry
 
     rows = plugin_rows(get_registry())
     if as_json:
@@ -422,8 +422,8 @@ def doctor(ctx: Context, as_json: bool) -> None:
 
     Exits 1 when a check fails.
     """
-    from ..plugins import get_registry
-    from .diagnostics import FAILED, doctor_report, report_failed, workspace_report
+    from memwell.cli.diagnostics import FAILED, doctor_report, report_failed, workspace_report
+    from memwell.registry.plugins import get_registry
 
     registry = get_registry()
     report = doctor_report(registry)
@@ -446,7 +446,7 @@ def doctor(ctx: Context, as_json: bool) -> None:
 
 
 def _register_plugin_commands(group: click.Group) -> None:
-    from ..plugins import get_registry
+    from memwell.registry.plugins import get_registry
 
     get_registry().call_each("memwell_cli_commands", cli=group)
 
@@ -487,6 +487,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)
     finally:
-        factory = sys.modules.get("memwell.factory")  # nothing to close if it never loaded
+        factory = sys.modules.get("memwell.runtime.factory")  # nothing to close if it never loaded
         if factory is not None:
             factory.close_all()

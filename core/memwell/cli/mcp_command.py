@@ -10,9 +10,9 @@ import json
 
 import click
 
-from ..factory import open_memory
-from .main import Context, cli, pass_ctx
-from .mcp_config import CLIENTS
+from memwell.cli.main import Context, cli, pass_ctx
+from memwell.cli.mcp_config import CLIENTS
+from memwell.runtime.factory import open_memory
 
 DEFAULT_HTTP_PORT = 8848
 
@@ -82,12 +82,12 @@ def mcp(
 def _serve(
     ctx: Context, *, use_http: bool, port: int, watch: bool, read_only: bool, auth: bool
 ) -> None:
-    from ..mcp_server import McpMemoryServer
-    from ..writing import MemoryWriter
+    from memwell.mcp.server import McpMemoryServer
+    from memwell.writing import MemoryWriter
 
     listener, token = None, None
     if use_http:  # bind before opening the index: a taken port fails at once
-        from ..mcp_http import bind_http
+        from memwell.mcp.http_guard import bind_http
 
         listener = bind_http(port)
         if auth:
@@ -116,7 +116,7 @@ def _serve(
 
 def _announced_token() -> str:
     """The bearer token, said on stderr: whole when new, else where it is kept."""
-    from ..mcp_token import http_token
+    from memwell.mcp.token import http_token
 
     token = http_token()
     if token.created:
@@ -141,16 +141,16 @@ def _no_auth_warning() -> None:
 def _client_config(
     ctx: Context, client: str, use_http: bool, port: int, read_only: bool, no_auth: bool
 ) -> dict[str, object]:
-    from .mcp_config import global_args, http_entry, memwell_command, stdio_entry
+    from memwell.cli.mcp_config import global_args, http_entry, memwell_command, stdio_entry
 
     if not use_http:
         args = [*global_args(ctx), "mcp", *(["--read-only"] if read_only else [])]
         return stdio_entry(client, memwell_command(), args)
     if port == 0:
         raise click.UsageError("--print-config --http needs the server's --port, not 0")
-    from ..mcp_http import HTTP_HOST
-    from ..mcp_server import HTTP_PATH
-    from ..mcp_token import http_token
+    from memwell.mcp.http_guard import HTTP_HOST
+    from memwell.mcp.server import HTTP_PATH
+    from memwell.mcp.token import http_token
 
     headers = {} if no_auth else {"Authorization": f"Bearer {http_token().value}"}
     return http_entry(client, f"http://{HTTP_HOST}:{port}{HTTP_PATH}", headers)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .main import Context
+    from memwell.cli.main import Context
 
 CLIENTS = ("claude", "cursor", "vscode")
 SERVER_KEY = "memwell"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..scaffold import KINDS, scaffold_plugin
-from .main import cli
+from memwell.cli.main import cli
+from memwell.cli.scaffold import KINDS, scaffold_plugin
 
 
 @cli.group()

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 ENTRY_POINT_GROUP = "memwell"
-""":data:`memwell.plugins.ENTRY_POINT_GROUP` (not imported: that module imports pluggy)."""
+""":data:`memwell.registry.plugins.ENTRY_POINT_GROUP` (not imported: that module imports pluggy)."""
 
 
 def _cache_file() -> Path:
@@ -23,7 +23,7 @@ def _cache_file() -> Path:
 
 def plugin_fingerprint() -> str:
     """What the plugin command list depends on: installed entry points and the allow-list."""
-    from ..entry_points import find_entry_points
+    from memwell.util.entry_points import find_entry_points
 
     entries = sorted(
         f"{ep.name}={ep.value}@{ep.version or ''}" for ep in find_entry_points(ENTRY_POINT_GROUP)

@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from ..models import SyncProgress
+    from memwell.contract.models import SyncProgress
 
 
 def progress_text(label: str, p: SyncProgress, elapsed: float) -> str:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import MemwellError
-from .main import Context, cli, pass_ctx
+from memwell.cli.main import Context, cli, pass_ctx
+from memwell.contract.errors import MemwellError
 
 if TYPE_CHECKING:
-    from ..curation.promotion import PromotionResult
+    from memwell.curation.promotion import PromotionResult
 
 _HEADER = (
     f"{'#':>2} {'score':>6} {'freq':>6} {'relev':>6} {'divers':>6} {'recency':>7} "
@@ -48,9 +48,9 @@ def promote(
     scores stay in the index directory. A line MEMORY.md already says is never appended
     again; --undo takes the last promotion back, byte for byte.
     """
-    from ..curation.promotion import promote as run_promotion
-    from ..curation.promotion import promoted_text, undo_promotion
-    from ..curation.tracking import RecallTracker
+    from memwell.curation.promotion import promote as run_promotion
+    from memwell.curation.promotion import promoted_text, undo_promotion
+    from memwell.curation.tracking import RecallTracker
 
     if undo and dry_run:
         raise click.UsageError("--undo and --dry-run cannot be combined")

@@ -9,12 +9,12 @@ from typing import TextIO
 
 import click
 
-from ..context.compress import compress
-from ..context.tokens import TokenCounter, counter_for
-from ..context.tool import memory_token_counter
-from ..context.transcript import parse_transcript
-from ..recall.protocols import warm
-from .main import Context, cli, pass_ctx
+from memwell.agent.compress_tool import memory_token_counter
+from memwell.cli.main import Context, cli, pass_ctx
+from memwell.context.compress import compress
+from memwell.context.tokens import TokenCounter, counter_for
+from memwell.context.transcript import parse_transcript
+from memwell.contract.recall_protocols import warm
 
 
 @cli.command(name="warm")

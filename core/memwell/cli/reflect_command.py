@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .main import Context, cli, pass_ctx
+from memwell.cli.main import Context, cli, pass_ctx
 
 
 @cli.command()
@@ -20,9 +20,9 @@ def reflect(ctx: Context, as_json: bool) -> None:
     memwell:reflect markers: text you add below the end marker is kept. Every file written
     gets a line in memory/meta/audit.log.
     """
-    from ..factory import open_memory
-    from ..organise import reflect as run_reflect
-    from ..writing import MemoryWriter
+    from memwell.organise import reflect as run_reflect
+    from memwell.runtime.factory import open_memory
+    from memwell.writing import MemoryWriter
 
     settings = ctx.settings(sync={"watch": False, "on_search": False})
     manager = open_memory(ctx.workspace, settings=settings)

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..sources.paths import read_session_lines
+from memwell.sources.paths import read_session_lines
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..manager import MemorySearchManager
-    from ..models import MemorySearchResult
+    from memwell.contract.manager import MemorySearchManager
+    from memwell.contract.models import MemorySearchResult
 
 MAX_LINES = 8
 """Lines shown per hit: the matching ones, else the chunk's first lines."""
@@ -23,7 +23,7 @@ MAX_LINES = 8
 
 def query_pattern(query: str) -> re.Pattern[str] | None:
     """Matches the query's keywords as word starts (so ``deploy`` marks ``deployment``)."""
-    from ..retrieval.keywords import extract_keywords
+    from memwell.retrieval.keywords import extract_keywords
 
     words = sorted(extract_keywords(query), key=len, reverse=True)
     if not words:

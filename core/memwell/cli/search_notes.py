@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..manager import MemorySearchManager
+    from memwell.contract.manager import MemorySearchManager
 
 
 def backend_failure(manager: object) -> BaseException | None:
     """The exception that made ``open_memory``'s backend fall back, or ``None``.
 
     Looks through the recall cache (``inner``) to the
-    :class:`~memwell.fallback.FallbackMemoryManager`.
+    :class:`~memwell.runtime.fallback.FallbackMemoryManager`.
     """
-    from ..fallback import FallbackMemoryManager
+    from memwell.runtime.fallback import FallbackMemoryManager
 
     layer = manager
     for _ in range(8):  # the layers open_memory stacks; never loops on a self-reference
@@ -37,7 +37,7 @@ def backend_failure(manager: object) -> BaseException | None:
 def search_notes(
     report: dict[str, Any], manager: MemorySearchManager, *, verbose: bool
 ) -> list[str]:
-    """The stderr lines for ``report`` (:func:`memwell.search_report.search_report`)."""
+    """The stderr lines for ``report`` (:func:`memwell.runtime.search_report.search_report`)."""
     lines: list[str] = []
     if report["degraded"]:
         lines.append(f"note: {report['mode']} mode: {report['degraded_reason']}")

@@ -6,10 +6,10 @@ import json
 
 import click
 
-from ..factory import open_memory
-from ..session_capture import read_transcript, save_session
-from ..writing import writer
-from .main import Context, cli, pass_ctx
+from memwell.agent.session_capture import read_transcript, save_session
+from memwell.cli.main import Context, cli, pass_ctx
+from memwell.runtime.factory import open_memory
+from memwell.writing import writer
 
 
 @cli.group()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..models import MemoryStatus
+    from memwell.contract.models import MemoryStatus
 
 
 def warn_if_empty(workspace: Path, status: MemoryStatus) -> None:

@@ -7,9 +7,9 @@ import sys
 
 import click
 
-from ..factory import open_memory
-from ..writing import MemoryWriter, WriteResult
-from .main import Context, cli, pass_ctx
+from memwell.cli.main import Context, cli, pass_ctx
+from memwell.runtime.factory import open_memory
+from memwell.writing import MemoryWriter, WriteResult
 
 
 def _writer(ctx: Context) -> MemoryWriter:

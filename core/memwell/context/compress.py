@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import InvalidArgumentError
-from .salience import KINDS, entities, is_kept, kinds_of, sentences
-from .tokens import EstimatedTokens, TokenCounter
-from .transcript import Turn
+from memwell.context.salience import KINDS, entities, is_kept, kinds_of, sentences
+from memwell.context.tokens import EstimatedTokens, TokenCounter
+from memwell.context.transcript import Turn
+from memwell.contract.errors import InvalidArgumentError
 
 Level = Literal["none", "light", "summary", "heavy"]
 #: Context usage (conversation tokens / budget) from which each level applies.

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any, Protocol
 
-from memwell.errors import InvalidArgumentError
+from memwell.contract.errors import InvalidArgumentError
 
 #: The estimate's characters per token (the reference's chunking rule of thumb).
 CHARS_PER_TOKEN = 4

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..sources.redact import redact
+from memwell.sources.redact import redact
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 _ROLE_ALIASES = {"toolResult": "tool", "tool_result": "tool", "function": "tool"}

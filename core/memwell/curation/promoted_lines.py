@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..writing.facts import superseding_pairs
-from ..writing.supersede import parse_superseded
+from memwell.retrieval.supersede_marker import parse_superseded
+from memwell.writing.facts import superseding_pairs
 
 #: Word-set Jaccard similarity from which a line is a near-duplicate of one in MEMORY.md.
 NEAR_DUPLICATE = 0.8

@@ -48,19 +48,19 @@ from pathlib import Path
 
 import msgspec
 
-from ..config import MemwellSettings, PromotionSettings, PromotionWeights
-from ..errors import MemwellError
-from ..manager import MemorySearchManager
-from ..records import Record
-from ..sources.paths import read_memory_file
-from ..writing.atomic import FileState, read_state, replace_file, write_lock
-from ..writing.audit import Channel
-from ..writing.supersede import parse_superseded
-from ..writing.targets import resolve_write_path
-from ..writing.writer import MemoryWriter
-from .promoted_lines import MemoryLines, as_bullet
-from .promotion_undo import PromotedLine, UndoResult, save_undo, undo_last
-from .tracking import Clock, RecallEntry, RecallTracker
+from memwell.contract.config import MemwellSettings, PromotionSettings, PromotionWeights
+from memwell.contract.errors import MemwellError
+from memwell.contract.manager import MemorySearchManager
+from memwell.contract.records import Record
+from memwell.curation.promoted_lines import MemoryLines, as_bullet
+from memwell.curation.promotion_undo import PromotedLine, UndoResult, save_undo, undo_last
+from memwell.curation.tracking import Clock, RecallEntry, RecallTracker
+from memwell.retrieval.supersede_marker import parse_superseded
+from memwell.sources.paths import read_memory_file
+from memwell.writing.atomic import FileState, read_state, replace_file, write_lock
+from memwell.writing.audit import Channel
+from memwell.writing.targets import resolve_write_path
+from memwell.writing.writer import MemoryWriter
 
 SECTION_TITLE = "Promoted From Short-Term Memory"
 MARKER_PREFIX = "memwell-promotion:"

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import msgspec
 
-from ..config import MemwellSettings
-from ..errors import MemwellError
-from ..records import Record
-from ..writing.atomic import read_state, replace_file, write_lock
-from ..writing.targets import resolve_write_path
-from ..writing.writer import LOCK_FILE_NAME as WRITE_LOCK_FILE_NAME
+from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import MemwellError
+from memwell.contract.records import Record
+from memwell.writing.atomic import read_state, replace_file, write_lock
+from memwell.writing.targets import resolve_write_path
+from memwell.writing.writer import LOCK_FILE_NAME as WRITE_LOCK_FILE_NAME
 
 UNDO_FILE_NAME = "promotion-undo.json"
 LOG_FILE_NAME = "promotions.jsonl"

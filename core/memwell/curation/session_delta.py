@@ -28,10 +28,10 @@ from pathlib import Path
 
 import msgspec
 
-from ..config import MemwellSettings
-from ..debounce import Debouncer
-from ..lazy_import import lazy_logger
-from ..manager import MemorySearchManager
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import MemorySearchManager
+from memwell.util.debounce import Debouncer
+from memwell.util.lazy_import import lazy_logger
 
 log = lazy_logger(__name__)
 

@@ -36,11 +36,11 @@ from pathlib import Path
 
 import msgspec
 
-from ..config import MemwellSettings
-from ..lazy_import import lazy_logger
-from ..models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
-from ..retrieval.keywords import iter_keywords
-from ..retrieval.snippets import bare_snippet
+from memwell.contract.config import MemwellSettings
+from memwell.contract.models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
+from memwell.retrieval.keywords import iter_keywords
+from memwell.retrieval.snippets import bare_snippet
+from memwell.util.lazy_import import lazy_logger
 
 log = lazy_logger(__name__)
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import msgspec
 
-from ..context.tokens import EstimatedTokens
-from ..curation.tracking import RecallEntry
-from ..retrieval.decay import date_from_path, decay_multiplier, is_evergreen, is_pinned
-from ..sources.discovery import FoundFile
+from memwell.context.tokens import EstimatedTokens
+from memwell.curation.tracking import RecallEntry
+from memwell.retrieval.decay import date_from_path, decay_multiplier, is_evergreen, is_pinned
+from memwell.sources.discovery import FoundFile
 
 FULL_RECALLS = 10
 """Recalls at which the recall factor reaches 1."""

@@ -9,9 +9,9 @@ and months split runs and are never names. An entity is kept when it is named in
 :data:`MIN_NOTES` notes.
 
 Each line naming an entity is one of its facts (cited ``path#Lx``); a line with a supersession
-marker (:func:`~memwell.writing.supersede.is_superseded`) is a superseded fact. Two entities named
-on one line are related: by the verb between them when it is a known one (``works on``,
-``leads``, ``uses``...), else ``mentioned_with``. The type (person, project, system, place) is
+marker (:func:`~memwell.retrieval.supersede_marker.is_superseded`) is a superseded fact. Two
+entities named on one line are related: by the verb between them when it is a known one (``works
+on``, ``leads``, ``uses``...), else ``mentioned_with``. The type (person, project, system, place) is
 voted by cue words around the mentions, ``other`` when none speaks.
 """
 
@@ -23,26 +23,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..retrieval.stopwords import STOPWORDS_EN
-from ..writing.supersede import is_superseded
-from .notes import Note, unique_slug
+from memwell.organise.notes import Note, unique_slug
+from memwell.retrieval.names import Mention, name_mentions
+from memwell.retrieval.supersede_marker import is_superseded
 
 MIN_NOTES = 2
 """An entity is named in at least this many notes."""
 
-_NOT_NAME_WORDS = (
-    "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays "
-    "thursdays fridays saturdays sundays january february march april may june july august "
-    "september october november december todo note notes ok okay yes decided decision next "
-    "maybe see update updated done fixed added fyi tbd wip q1 q2 q3 q4 am pm utc"
-)
-_NOT_NAMES = frozenset(_NOT_NAME_WORDS.split()) | STOPWORDS_EN
-# Words starting with a letter that is not ASCII lowercase, one space apart, not glued to a
-# path, a handle or a URL; whether each is a capitalised name word is checked in Python.
-_CANDIDATE_RUN = re.compile(r"(?<![\w/.@#:'’-])[^\W\d_a-z][\w'’-]*(?: [^\W\d_a-z][\w'’-]*)*")
 _LINK = re.compile(r"\[\[([^\]|#\n]{2,80})(?:[|#][^\]\n]*)?\]\]")
 _LINE_MARKER = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)?")
-_SENTENCE_END = re.compile(r"[.!?]\s+$")
 
 _TYPE_CUES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     # (cue right before the name, cue right after it), lowercase text
@@ -130,52 +119,20 @@ class Entity:
     facts: list[Fact] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Mention:
-    name: str
-    start: int
-    end: int
-    initial: bool
-
-
-def _runs(text: str) -> Iterator[_Mention]:
-    """Runs of capitalised words in ``text`` (stop words split them), with sentence starts."""
-    for match in _CANDIDATE_RUN.finditer(text):
-        position, first = match.start(), 0
-        current: list[str] = []
-        for word in [*match.group().split(" "), ""]:
-            name = word[:-2] if word.endswith(("'s", "’s")) else word.rstrip("'’-")
-            if len(name) >= 2 and name[0].isupper() and name.lower() not in _NOT_NAMES:
-                first = first if current else position
-                current.append(name)
-            elif current:
-                before = text[:first]
-                initial = not before.strip() or _SENTENCE_END.search(before) is not None
-                joined = " ".join(current)
-                yield _Mention(joined, first, first + len(joined), initial)
-                current = []
-            position += len(word) + 1
-
-
-def name_runs(text: str) -> list[str]:
-    """The capitalised names in a short text such as a query, sentence starts included."""
-    return [mention.name for mention in _runs(text)]
-
-
-def _mentions(text: str) -> Iterator[_Mention]:
+def _mentions(text: str) -> Iterator[Mention]:
     body_start = _LINE_MARKER.match(text)
     offset = body_start.end() if body_start else 0
     for link in _LINK.finditer(text):
-        yield _Mention(link.group(1).strip(), link.start(), link.end(), False)
+        yield Mention(link.group(1).strip(), link.start(), link.end(), False)
     linked = [(m.start(), m.end()) for m in _LINK.finditer(text)]
-    for mention in _runs(text[offset:]):
+    for mention in name_mentions(text[offset:]):
         start, end = mention.start + offset, mention.end + offset
         if any(a <= start < b for a, b in linked):
             continue
-        yield _Mention(mention.name, start, end, mention.initial)
+        yield Mention(mention.name, start, end, mention.initial)
 
 
-def _mid_sentence_names(mentions: Iterable[_Mention]) -> Iterator[str]:
+def _mid_sentence_names(mentions: Iterable[Mention]) -> Iterator[str]:
     """Names not at a sentence start: whole runs, and what follows a run's first word
     (``Ask Mirela`` names ``Mirela``)."""
     for mention in mentions:
@@ -185,7 +142,7 @@ def _mid_sentence_names(mentions: Iterable[_Mention]) -> Iterator[str]:
             yield mention.name.split(" ", 1)[1]
 
 
-def _resolve(mention: _Mention, known: set[str]) -> _Mention | None:
+def _resolve(mention: Mention, known: set[str]) -> Mention | None:
     """A sentence-initial run: itself if known mid-sentence, else its longest known tail."""
     if not mention.initial or mention.name in known:
         return mention
@@ -194,7 +151,7 @@ def _resolve(mention: _Mention, known: set[str]) -> _Mention | None:
         tail = " ".join(words[cut:])
         if tail in known:
             start = mention.end - len(tail)
-            return _Mention(tail, start, mention.end, False)
+            return Mention(tail, start, mention.end, False)
     return None
 
 
@@ -229,7 +186,7 @@ def fact_text(line: str) -> str:
 def extract(notes: Sequence[Note]) -> tuple[list[Entity], list[Edge]]:
     """The entities named in at least :data:`MIN_NOTES` of ``notes``, sorted by name, with
     their facts (in note and line order), and the edges among them."""
-    found: list[tuple[Note, int, str, list[_Mention]]] = []
+    found: list[tuple[Note, int, str, list[Mention]]] = []
     known: set[str] = set()
     for note in notes:
         for index, line in enumerate(note.lines):
@@ -241,7 +198,7 @@ def extract(notes: Sequence[Note]) -> tuple[list[Entity], list[Edge]]:
                 known.update(_mid_sentence_names(mentions))
     entities: dict[str, Entity] = {}
     votes: dict[str, Counter[str]] = defaultdict(Counter)
-    per_line: list[tuple[Note, int, str, list[_Mention]]] = []
+    per_line: list[tuple[Note, int, str, list[Mention]]] = []
     for note, number, line, mentions in found:
         resolved = [r for r in (_resolve(m, known) for m in mentions) if r is not None]
         for mention in resolved:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ..retrieval.decay import date_from_path
-from ..slugs import clean_slug
-from ..sources.discovery import decode_text, scan_memory_files
+from memwell.retrieval.decay import date_from_path
+from memwell.sources.discovery import decode_text, scan_memory_files
+from memwell.util.slug import clean_slug
 
 GENERATED_MARK = "generated: memwell reflect"
 """The front matter line of every page reflection writes."""

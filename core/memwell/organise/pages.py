@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .notes import GENERATED_MARK
+from memwell.organise.notes import GENERATED_MARK
 
 BEGIN = "<!-- memwell:reflect:begin (generated; edits here are replaced, write below the end) -->"
 END = "<!-- memwell:reflect:end -->"

@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..slugs import clean_slug
-from .notes import Note, unique_slug
+from memwell.organise.notes import Note, unique_slug
+from memwell.util.slug import clean_slug
 
 _ITEM = re.compile(r"^ {0,3}\d{1,3}[.)]\s+\S")
 _CONTINUATION = re.compile(r"^(?: {2,}|\t)\S")

@@ -23,19 +23,25 @@ from pathlib import Path
 
 import msgspec
 
-from ..config import MemwellSettings
-from ..curation.tracking import SIDECAR_NAME, RecallEntry, RecallTracker
-from ..sources.discovery import MEMORY_DIR, scan_memory_files
-from ..writing.atomic import read_state, replace_file, write_lock
-from ..writing.audit import META_DIR, meta_file
-from ..writing.edits import Edit
-from ..writing.writer import MemoryWriter
-from .decay_scores import decay_scores, encode
-from .entities import Entity, extract
-from .notes import GENERATED_MARK, read_notes
-from .pages import front_matter, merge
-from .procedures import find_procedures
-from .render import entity_body, index_body, procedure_body, relations_body, retired_body
+from memwell.contract.config import MemwellSettings
+from memwell.curation.tracking import SIDECAR_NAME, RecallEntry, RecallTracker
+from memwell.organise.decay_scores import decay_scores, encode
+from memwell.organise.entities import Entity, extract
+from memwell.organise.notes import GENERATED_MARK, read_notes
+from memwell.organise.pages import front_matter, merge
+from memwell.organise.procedures import find_procedures
+from memwell.organise.render import (
+    entity_body,
+    index_body,
+    procedure_body,
+    relations_body,
+    retired_body,
+)
+from memwell.sources.discovery import MEMORY_DIR, scan_memory_files
+from memwell.writing.atomic import read_state, replace_file, write_lock
+from memwell.writing.audit import META_DIR, meta_file
+from memwell.writing.edits import Edit
+from memwell.writing.writer import MemoryWriter
 
 GRAPH_DIR = f"{MEMORY_DIR}/graph"
 ENTITIES_DIR = f"{GRAPH_DIR}/entities"

@@ -6,9 +6,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import date
 
-from ..retrieval.snippets import format_citation
-from .entities import RELATION_TYPES, Edge, Entity, Fact
-from .procedures import Procedure
+from memwell.organise.entities import RELATION_TYPES, Edge, Entity, Fact
+from memwell.organise.procedures import Procedure
+from memwell.retrieval.snippets import format_citation
 
 MAX_FACTS = 50
 """Current facts listed on an entity page (newest notes first); older ones are counted."""

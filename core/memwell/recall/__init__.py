@@ -2,7 +2,7 @@
 injection budget.
 
 ``open_memory`` wraps each manager in :class:`~memwell.recall.manager.RecallCachedManager`.
-Backends take part through three optional methods (see :mod:`memwell.recall.protocols`):
+Backends take part through three optional methods (see :mod:`memwell.contract.recall_protocols`):
 ``content_version()`` (caching is off without it), ``query_embedder()`` (the semantic tier is
 off without it) and ``search_many()`` (a loop over ``search`` without it).
 """

@@ -9,9 +9,10 @@ the Python API all go through it. A search is answered by the first tier that ha
    recent-events question with cosine >= 0.7 (7 days);
 4. the backend, whose answer is then cached.
 
-Entries belong to the backend's content version (:func:`~memwell.recall.protocols.content_version`),
-so a sync or write that changed the index is never hidden. A backend without a content version
-is not cached, and one without a query embedder gets no semantic tier; ``status()`` says so.
+Entries belong to the backend's content version
+(:func:`~memwell.contract.recall_protocols.content_version`), so a sync or write that changed the
+index is never hidden. A backend without a content version is not cached, and one without a query
+embedder gets no semantic tier; ``status()`` says so.
 """
 
 from __future__ import annotations
@@ -22,26 +23,26 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config import MemwellSettings
-from ..fallback import FallbackMemoryManager
-from ..lazy_import import lazy_logger
-from ..manager import BatchSearchMixin, DelegatingManager, MemorySearchManager
-from ..models import (
+from memwell.contract import recall_protocols as protocols
+from memwell.contract.config import MemwellSettings
+from memwell.contract.manager import BatchSearchMixin, DelegatingManager, MemorySearchManager
+from memwell.contract.models import (
     MemorySearchResult,
     MemoryStatus,
     ReadFileResult,
     RecallCacheStatus,
 )
-from ..retrieval.boolean import parse_boolean
-from ..retrieval.date_match import asks_recent
-from ..retrieval.query_limit import bound_query
-from ..retrieval.snippets import citations_enabled
-from . import protocols
-from .store import Clock, RecallStore
+from memwell.recall.store import Clock, RecallStore
+from memwell.retrieval.boolean import parse_boolean
+from memwell.retrieval.date_match import asks_recent
+from memwell.retrieval.query_limit import bound_query
+from memwell.retrieval.snippets import citations_enabled
+from memwell.util.lazy_import import lazy_logger
+from memwell.util.moved_paths import moved_attributes
 
 if TYPE_CHECKING:
-    from ..curation.tracking import RecallTracker
-    from ..embeddings import Vector
+    from memwell.contract.embeddings import Vector
+    from memwell.curation.tracking import RecallTracker
 
 log = lazy_logger(__name__)
 
@@ -58,8 +59,8 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
     """Serve ``inner`` through a :class:`~memwell.recall.store.RecallStore`.
 
     Attributes the wrapper does not define are read from ``inner``, so backend-specific
-    attributes stay reachable; :func:`unwrap` gives the backend manager itself. With a
-    ``tracker``, every answer (cached or not) and every read is recorded
+    attributes stay reachable; :func:`~memwell.runtime.fallback.unwrap` gives the backend manager
+    itself. With a ``tracker``, every answer (cached or not) and every read is recorded
     (:mod:`memwell.curation.tracking`).
     """
 
@@ -279,19 +280,4 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
             self.tracker.close()
 
 
-def unwrap(manager: object) -> object:
-    """The backend manager serving calls behind ``open_memory``'s layers: the recall cache, the
-    rerank stage and the :class:`~memwell.fallback.FallbackMemoryManager` (its active manager,
-    ``None`` before a fallback is built). Anything else is returned as it is.
-
-    Example::
-
-        if isinstance(unwrap(manager), JsonFileManager): ...
-    """
-    while True:
-        if isinstance(manager, DelegatingManager):
-            manager = manager.inner
-        elif isinstance(manager, FallbackMemoryManager):
-            manager = manager.active
-        else:
-            return manager
+__getattr__ = moved_attributes(__name__, {"unwrap": "memwell.runtime.fallback"})

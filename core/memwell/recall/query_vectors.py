@@ -12,13 +12,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..embedding_runtime import EmbeddingRuntime
-from ..lazy_import import lazy_module
+from memwell.providers.runtime import EmbeddingRuntime
+from memwell.util.lazy_import import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..embeddings import Matrix, Vector
+    from memwell.contract.embeddings import Matrix, Vector
 else:
     np = lazy_module("numpy")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-from ..manager import MemorySearchManager
-from ..models import RecallCacheStatus
-from .protocols import search_many
+from memwell.contract.manager import MemorySearchManager
+from memwell.contract.models import RecallCacheStatus
+from memwell.contract.recall_protocols import search_many
 
 
 def search_json_lines(

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..config import RecallCacheSettings
-from ..lazy_import import lazy_module
-from ..models import MemorySearchResult, RecallTierStatus
+from memwell.contract.config import RecallCacheSettings
+from memwell.contract.models import MemorySearchResult, RecallTierStatus
+from memwell.util.lazy_import import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..embeddings import Vector
+    from memwell.contract.embeddings import Vector
 else:
     np = lazy_module("numpy")
 

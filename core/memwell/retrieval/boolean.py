@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from .candidate import Candidate
-from .keywords import tokenize
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.keywords import tokenize
 
 _OPERATOR = re.compile(r'(?:^|(?<=\s))([+-])(?:"([^"]+)"|([^\W\d_][^\s]*))')
 

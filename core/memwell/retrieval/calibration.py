@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..lazy_import import lazy_module
+from memwell.util.lazy_import import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np

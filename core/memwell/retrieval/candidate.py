@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .fts_query import ChunkTerms
+    from memwell.retrieval.fts_query import ChunkTerms
 
 
 @dataclass

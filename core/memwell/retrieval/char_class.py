@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
-from memwell.lazy_import import is_compiled, lazy_pattern
+from memwell.util.lazy_import import is_compiled, lazy_pattern
 
 #: Texts up to this many characters are scanned in Python ...
 SCAN_LIMIT = 128

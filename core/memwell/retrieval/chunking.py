@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from memwell.lazy_import import lazy_pattern
+from memwell.util.lazy_import import lazy_pattern
 
 CHUNKER_VERSION = 2
 """Bumped whenever the same content and settings give different chunks; backends keep it in

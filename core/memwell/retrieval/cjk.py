@@ -15,8 +15,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator
 
-from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.char_class import CharClass
+from memwell.util.lazy_import import lazy_pattern
 
 HAN_CLASS = (
     "\u3005-\u3007"  # 々 〆 〇

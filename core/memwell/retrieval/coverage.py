@@ -19,11 +19,11 @@ import math
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from .candidate import Candidate
-from .cjk import is_cjk_char
-from .fts_query import chunk_terms
-from .stems import stems
-from .stopwords import STOPWORDS_EN
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.cjk import is_cjk_char
+from memwell.retrieval.fts_query import chunk_terms
+from memwell.retrieval.stems import stems
+from memwell.retrieval.stopwords import STOPWORDS_EN
 
 #: Verbs that stem to themselves and say nothing about a topic; with the stop words they
 #: weigh nothing ("Reports go out" holds no answer to "which books am I going through").

@@ -25,9 +25,9 @@ from datetime import date
 
 import msgspec
 
-from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.decay import date_from_path
+from memwell.util.lazy_import import lazy_pattern
 
 DAY_WINDOW = 7
 """A note dated up to this many days after a named day matches it."""

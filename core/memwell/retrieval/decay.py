@@ -6,8 +6,9 @@ import math
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timezone
 
-from memwell.lazy_import import lazy_pattern
+from memwell.contract.layout import VAULT_PREFIX as VAULT_PREFIX
 from memwell.retrieval.candidate import Candidate
+from memwell.util.lazy_import import lazy_pattern
 
 # A dated note anywhere under ``memory/``: ``YYYY-MM-DD.md``, ``YYYY-MM-DD-<slug>.md`` (session
 # notes) or ``<subdir>/YYYY-MM-DD<anything>.md``; a digit right after the date is not a date.
@@ -15,8 +16,6 @@ _DATED_MEMORY_PATH = lazy_pattern(
     r"(?:^|/)memory/(?:[^/]+/)*([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[^0-9/][^/]*)?\.md$"
 )
 _EVERGREEN_ROOT_FILES = frozenset({"MEMORY.md", "memory.md"})
-VAULT_PREFIX = "memory/vault/"
-"""Files under this directory are pinned by the user: they never decay, dated or not."""
 _SECONDS_PER_DAY = 86_400.0
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memwell.config import HybridSettings
-from memwell.lazy_import import lazy_pattern
+from memwell.contract.config import HybridSettings
 from memwell.retrieval.candidate import Candidate
+from memwell.util.lazy_import import lazy_pattern
 
 MIN_TURNS = 3
 TURN_SHARE = 0.75

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .candidate import Candidate
-from .hybrid import clamp01
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.hybrid import clamp01
 
 if TYPE_CHECKING:
-    from ..embeddings import Matrix, Vector
+    from memwell.contract.embeddings import Matrix, Vector
 
 FileKey = tuple[str, str]
 """(path, source) of a file."""

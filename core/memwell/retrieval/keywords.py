@@ -5,7 +5,6 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.char_class import CharClass
 from memwell.retrieval.cjk import (
     CJK_CLASS,
@@ -17,6 +16,7 @@ from memwell.retrieval.cjk import (
     segment_query_terms,
 )
 from memwell.retrieval.stopwords import ALL_STOPWORDS, STOPWORDS_KO
+from memwell.util.lazy_import import lazy_pattern
 
 # For ``str`` patterns Python's ``\w`` matches exactly the characters of general category L* or
 # N*, plus ``_``: the reference's ``[\p{L}\p{N}_]`` (checked against ``unicodedata`` over every

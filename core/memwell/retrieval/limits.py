@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memwell.errors import InvalidArgumentError
+from memwell.contract.errors import InvalidArgumentError
 from memwell.retrieval.chunking import Chunk
 
 KNOWN_MAX_INPUT_TOKENS: dict[str, int] = {

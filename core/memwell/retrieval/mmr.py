@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from itertools import pairwise
 
-from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.char_class import CharClass
 from memwell.retrieval.hybrid import clamp01
+from memwell.util.lazy_import import lazy_pattern
 
 _ASCII_TOKEN = lazy_pattern(r"[a-z0-9_]+")
 _CJK_CHARS = CharClass(

@@ -11,19 +11,19 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from ..config import HybridSettings
-from ..organise.routing import apply_route
-from .boolean import apply_boolean
-from .calibration import Calibration
-from .candidate import Candidate
-from .cjk import other_script
-from .date_match import boost_dates
-from .decay import apply_temporal_decay
-from .dialogue import dialogue_weights
-from .fts_query import boost_terms, boosted_score, query_terms
-from .hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
-from .mmr import mmr_rerank
-from .superseded import demote_superseded
+from memwell.contract.config import HybridSettings
+from memwell.retrieval.boolean import apply_boolean
+from memwell.retrieval.calibration import Calibration
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.cjk import other_script
+from memwell.retrieval.date_match import boost_dates
+from memwell.retrieval.decay import apply_temporal_decay
+from memwell.retrieval.dialogue import dialogue_weights
+from memwell.retrieval.fts_query import boost_terms, boosted_score, query_terms
+from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
+from memwell.retrieval.mmr import mmr_rerank
+from memwell.retrieval.routing import apply_route
+from memwell.retrieval.superseded import demote_superseded
 
 MtimeOf = Callable[[str], float | None]
 
@@ -32,7 +32,7 @@ def rank_candidates(
     items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf, query: str = ""
 ) -> list[Candidate]:
     """The query's ``+must -must_not`` terms (:mod:`memwell.retrieval.boolean`), date-aware
-    matching, query routing (:mod:`memwell.organise.routing`), temporal decay (when enabled),
+    matching, query routing (:mod:`memwell.retrieval.routing`), temporal decay (when enabled),
     a stable sort by score, superseded facts demoted
     (:func:`~memwell.retrieval.superseded.demote_superseded`), then MMR.
 

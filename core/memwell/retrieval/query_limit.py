@@ -9,12 +9,9 @@ payloads and ``memwell search`` carry a warning whenever a query was cut.
 
 from __future__ import annotations
 
-DEFAULT_MAX_QUERY_CHARS = 4000
-"""Default ``query.max_chars``: about 1,000 tokens, inside every supported model's input."""
+from memwell.contract.config import DEFAULT_MAX_QUERY_CHARS, MAX_QUERY_CHARS_LIMIT
 
-MAX_QUERY_CHARS_LIMIT = 32_768
-"""Largest allowed ``query.max_chars`` (a qmd query is one argument, and Linux caps one
-argument at 128 KiB; 32,768 characters are at most 128 KiB of UTF-8)."""
+__all__ = ["DEFAULT_MAX_QUERY_CHARS", "MAX_QUERY_CHARS_LIMIT", "bound_query", "truncation_warning"]
 
 
 def bound_query(query: str, max_chars: int) -> str:

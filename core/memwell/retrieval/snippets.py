@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memwell.errors import InvalidArgumentError
-from memwell.models import MemorySearchResult
+from memwell.contract.errors import InvalidArgumentError
+from memwell.contract.models import MemorySearchResult
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.hybrid import clamp01
 

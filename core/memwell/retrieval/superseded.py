@@ -1,7 +1,7 @@
 """Superseded facts rank below the facts that replaced them.
 
 A chunk whose lines matching the query are superseded lines (marked by a write, see
-:mod:`memwell.writing.supersede`) is history: its score is multiplied by
+:mod:`memwell.retrieval.supersede_marker`) is history: its score is multiplied by
 :data:`SUPERSEDED_FACTOR`, and if the chunk holding the newer line is among the candidates it
 is moved below that chunk. A query that asks about the past ("before", "previously", "used
 to", "old"...) leaves both alone, so history questions find the old line first if it matches
@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..lazy_import import lazy_pattern
-from .candidate import Candidate
-from .fts_query import query_terms
+from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.fts_query import query_terms
+from memwell.util.lazy_import import lazy_pattern
 
 #: Score multiplier of a chunk whose best match is a superseded line.
 SUPERSEDED_FACTOR = 0.75
@@ -37,7 +37,7 @@ def asks_about_history(query: str) -> bool:
 def _successor(candidate: Candidate, terms: frozenset[str]) -> tuple[str, int] | None:
     """Where the newer line is, when the lines of ``candidate`` that best match ``terms`` are
     superseded ones; ``None`` when a current line matches as well or better."""
-    from ..writing.supersede import parse_superseded
+    from memwell.retrieval.supersede_marker import parse_superseded
 
     best_current = 0
     best_old: tuple[int, tuple[str, int] | None] = (0, None)

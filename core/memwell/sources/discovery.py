@@ -20,12 +20,12 @@ from typing import BinaryIO
 
 import msgspec
 
-from memwell.errors import PathNotAllowedError
+from memwell.contract.errors import PathNotAllowedError
+from memwell.contract.layout import ROOT_MEMORY_FILES as ROOT_MEMORY_FILES
 
 SKIPPED_DIR_NAMES = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".memwell"})
 """Directory names never entered while walking ``memory/`` or an extra directory."""
 
-ROOT_MEMORY_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
 SESSIONS_SOURCE = "sessions"
 

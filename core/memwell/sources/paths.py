@@ -19,9 +19,8 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
-from memwell.errors import PathNotAllowedError
-from memwell.lazy_import import lazy_pattern
-from memwell.models import ReadFileResult
+from memwell.contract.errors import PathNotAllowedError
+from memwell.contract.models import ReadFileResult
 from memwell.sources.discovery import (
     MEMORY_DIR,
     SESSIONS_SOURCE,
@@ -39,6 +38,7 @@ from memwell.sources.sessions import (
     parse_session_jsonl,
     render_session_lines,
 )
+from memwell.util.lazy_import import lazy_pattern
 
 MAX_PATH_CHARS = 4096
 ROOT_READABLE_FILES = frozenset({"MEMORY.md", "memory.md", "DREAMS.md"})

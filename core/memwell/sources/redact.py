@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 
-from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.stopwords import STOPWORDS_EN
+from memwell.util.lazy_import import lazy_pattern
 
 _MIN_VISIBLE_LENGTH = 18
 _KEEP_START = 6

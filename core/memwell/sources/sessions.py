@@ -18,9 +18,9 @@ from pathlib import Path
 
 import msgspec
 
-from memwell.lazy_import import lazy_pattern
 from memwell.sources.discovery import is_real_dir
 from memwell.sources.redact import redact
+from memwell.util.lazy_import import lazy_pattern
 
 _ARCHIVE_TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}(?:\.[0-9]{3})?Z"
 _TRANSCRIPT_NAME = lazy_pattern(

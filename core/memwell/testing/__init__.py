@@ -8,7 +8,7 @@ fixture (:func:`~memwell.testing.factories.backend_factory` builds a backend's m
 
 from __future__ import annotations
 
-from .factories import backend_factory, isolated_registry
-from .fakes import HashEmbeddingProvider, hash_provider_plugin
+from memwell.testing.factories import backend_factory, isolated_registry
+from memwell.testing.fakes import HashEmbeddingProvider, hash_provider_plugin
 
 __all__ = ["HashEmbeddingProvider", "backend_factory", "hash_provider_plugin", "isolated_registry"]

@@ -33,14 +33,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ..config import MemwellSettings
-from ..embeddings import EmbeddingProvider, to_unit_matrix
-from ..errors import PathNotAllowedError
-from ..manager import MemorySearchManager
-from ..models import MemorySearchResult, MemoryStatus
-from ..recall.manager import RecallCachedManager
-from ..recall.protocols import content_version, search_many
-from ..tools import memory_search
+from memwell.agent.tools import memory_search
+from memwell.contract.config import MemwellSettings
+from memwell.contract.embeddings import EmbeddingProvider, to_unit_matrix
+from memwell.contract.errors import PathNotAllowedError
+from memwell.contract.manager import MemorySearchManager
+from memwell.contract.models import MemorySearchResult, MemoryStatus
+from memwell.contract.recall_protocols import content_version, search_many
+from memwell.recall.manager import RecallCachedManager
 
 MemoryFactory = Callable[[Path], MemorySearchManager]
 

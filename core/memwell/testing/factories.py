@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import load_settings, plugin_config
-from ..factory import backend_context
-from ..manager import MemorySearchManager
-from ..plugins import PluginRegistry
-from .fakes import hash_provider_plugin
+from memwell.contract.config import load_settings, plugin_config
+from memwell.contract.manager import MemorySearchManager
+from memwell.registry.plugins import PluginRegistry
+from memwell.runtime.factory import backend_context
+from memwell.testing.fakes import hash_provider_plugin
 
 
 def isolated_registry(plugins: Mapping[str, object]) -> PluginRegistry:

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..descriptors import EmbeddingProviderSpec, ProviderContext
-from ..embeddings import Matrix, Vector
-from ..hookspecs import hookimpl
+from memwell.contract.descriptors import EmbeddingProviderSpec, ProviderContext
+from memwell.contract.embeddings import Matrix, Vector
+from memwell.contract.hookspecs import hookimpl
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ..manager import MemorySearchManager
-from ..writing import MemoryWriter
-from .conformance import MemoryFixtures
+from memwell.contract.manager import MemorySearchManager
+from memwell.testing.conformance import MemoryFixtures
+from memwell.writing import MemoryWriter
 
 
 class WriterConformance(MemoryFixtures):

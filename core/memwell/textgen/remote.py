@@ -2,10 +2,11 @@
 
 The OpenAI, Gemini and Mistral plugins build on this module. A generator uses the same key,
 base URL and headers as the plugin's embedding provider (``[providers.<id>]``, then
-``[remote]``, then the provider's environment variables; see :func:`memwell.remote.
+``[remote]``, then the provider's environment variables; see :func:`memwell.providers.remote.
 resolve_endpoint`), so one key configures both. SDK errors become
-:class:`~memwell.errors.ProviderError` with the right ``retryable`` flag, and the core
-:class:`~memwell.retry.RetryPolicy` retries rate limits, 5xx and timeouts; SDKs never retry.
+:class:`~memwell.contract.errors.ProviderError` with the right ``retryable`` flag, and the core
+:class:`~memwell.providers.retry.RetryPolicy` retries rate limits, 5xx and timeouts; SDKs never
+retry.
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from memwell.descriptors import ProviderContext, TextGeneratorSpec
-from memwell.embeddings import strip_model_prefix
-from memwell.errors import InvalidArgumentError, ProviderError
-from memwell.remote import (
+from memwell.contract.descriptors import ProviderContext, TextGeneratorSpec
+from memwell.contract.embeddings import strip_model_prefix
+from memwell.contract.errors import InvalidArgumentError, ProviderError
+from memwell.contract.text_generator import TextGenerator
+from memwell.providers.remote import (
     RemoteEndpoint,
     RemoteProviderConfig,
     endpoint_create,
     map_sdk_exception,
     response_error,
 )
-from memwell.retry import RetryPolicy
-from memwell.textgen.base import TextGenerator
+from memwell.providers.retry import RetryPolicy
 
 #: How remote generators name their requests in error messages.
 WHAT = "text generation"
@@ -89,7 +90,7 @@ def remote_text_generator_spec(
 ) -> TextGeneratorSpec:
     """A :class:`TextGeneratorSpec` whose ``create`` resolves the endpoint first.
 
-    A missing key fails with :class:`~memwell.errors.ProviderUnavailableError` before
+    A missing key fails with :class:`~memwell.contract.errors.ProviderUnavailableError` before
     ``build`` runs, so ``auto`` selection never picks (or imports the SDK of) a remote
     generator without its key.
     """

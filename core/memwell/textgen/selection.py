@@ -3,11 +3,12 @@
 - ``none`` (the default): the offline :class:`~memwell.textgen.extractive.ExtractiveGenerator`;
   nothing leaves the machine.
 - ``auto``: generators with an ``auto_priority``, lowest first; one that raises
-  :class:`~memwell.errors.ProviderUnavailableError` (a remote generator without its key) is
+  :class:`~memwell.contract.errors.ProviderUnavailableError` (a remote generator without its key) is
   skipped, and when none can run the extractive generator is used, with the reasons in
   :attr:`TextGeneratorSelection.note`.
-- an id: that generator, failing closed (unknown id: :class:`~memwell.errors.ConfigError`; no
-  key: :class:`~memwell.errors.ProviderUnavailableError`).
+- an id: that generator, failing closed (unknown id: :class:`~memwell.contract.errors.ConfigError`;
+no
+  key: :class:`~memwell.contract.errors.ProviderUnavailableError`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwell.config import MemwellSettings, plugin_config
-from memwell.descriptors import ProviderContext, TextGeneratorSpec
-from memwell.errors import ConfigError, ProviderError, ProviderUnavailableError
-from memwell.lazy_import import lazy_logger
-from memwell.plugins import PluginRegistry
-from memwell.textgen.base import TextGenerator
+from memwell.contract.config import MemwellSettings, plugin_config
+from memwell.contract.descriptors import ProviderContext, TextGeneratorSpec
+from memwell.contract.errors import ConfigError, ProviderError, ProviderUnavailableError
+from memwell.contract.text_generator import TextGenerator
+from memwell.registry.plugins import PluginRegistry
 from memwell.textgen.extractive import ExtractiveGenerator
+from memwell.util.lazy_import import lazy_logger
 
 log = lazy_logger(__name__)
 

@@ -9,7 +9,7 @@ an opened memory.
 
 from __future__ import annotations
 
-from .results import RecentFile, WriteResult
-from .writer import MemoryWriter, writer
+from memwell.writing.results import RecentFile, WriteResult
+from memwell.writing.writer import MemoryWriter, writer
 
 __all__ = ["MemoryWriter", "RecentFile", "WriteResult", "writer"]

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwell.errors import PathNotAllowedError, WriteRefusedError
-from memwell.lazy_import import lazy_logger, lazy_pattern
+from memwell.contract.errors import PathNotAllowedError, WriteRefusedError
+from memwell.util.lazy_import import lazy_logger, lazy_pattern
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, get_args
 
-from memwell.errors import PathNotAllowedError
+from memwell.contract.errors import PathNotAllowedError
 from memwell.sources.discovery import MEMORY_DIR
 
 Channel = Literal["cli", "mcp", "api", "watch"]

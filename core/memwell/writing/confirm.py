@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memwell.config import MemwellSettings
-from memwell.lazy_import import lazy_logger
-from memwell.plugins import get_registry
-from memwell.textgen.base import TextGenerator
+from memwell.contract.config import MemwellSettings
+from memwell.contract.text_generator import TextGenerator
+from memwell.registry.plugins import get_registry
 from memwell.textgen.selection import select_text_generator
-
-from .supersession import Confirm
+from memwell.util.lazy_import import lazy_logger
+from memwell.writing.supersession import Confirm
 
 log = lazy_logger(__name__)
 

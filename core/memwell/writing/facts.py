@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.date_match import MONTHS as _MONTHS
+from memwell.util.lazy_import import lazy_pattern
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"

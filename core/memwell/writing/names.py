@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import unicodedata
 
-from memwell.errors import PathNotAllowedError
+from memwell.contract.errors import PathNotAllowedError
 from memwell.sources.redact import redact
-
-from .atomic import TEMP_NAME_EXTRA_BYTES
+from memwell.writing.atomic import TEMP_NAME_EXTRA_BYTES
 
 _BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

@@ -8,8 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memwell.sources.discovery import list_memory_files, relative_path
-
-from .results import RecentFile
+from memwell.writing.results import RecentFile
 
 
 def recent_files(

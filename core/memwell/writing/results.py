@@ -8,7 +8,7 @@ from typing import Literal
 
 import msgspec
 
-from memwell.records import Record
+from memwell.contract.records import Record
 
 Operation = Literal["append", "create", "replace", "supersede"]
 
@@ -36,7 +36,7 @@ class WriteResult(Record, kw_only=True):
     manager's sync succeeded before the call returned; otherwise ``index_error`` says why (the
     file is written either way, and the next sync picks it up). ``superseded`` lists the older
     lines the written text states a new value for (marked unless ``[write] supersede =
-    "suggest"``; see :mod:`memwell.writing.supersede`); ``supersede_error`` says why the
+    "suggest"``; see :mod:`memwell.retrieval.supersede_marker`); ``supersede_error`` says why the
     lookup or a marker failed (the note is written either way). ``audit_error`` says why the
     write's line could not be added to ``memory/meta/audit.log`` (the write stands).
     """

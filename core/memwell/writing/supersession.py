@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import date
 
-from memwell.manager import DelegatingManager, MemorySearchManager
-
-from .facts import Fact, facts_of, superseding_pairs
-from .results import Supersession
-from .supersede import mark_line, parse_superseded, split_eol
+from memwell.contract.manager import DelegatingManager, MemorySearchManager
+from memwell.retrieval.supersede_marker import mark_line, parse_superseded, split_eol
+from memwell.writing.facts import Fact, facts_of, superseding_pairs
+from memwell.writing.results import Supersession
 
 #: Hits looked at per new fact.
 SEARCH_HITS = 12

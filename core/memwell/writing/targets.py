@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from memwell.errors import PathNotAllowedError
+from memwell.contract.errors import PathNotAllowedError
 from memwell.sources.discovery import (
     MEMORY_DIR,
     ROOT_MEMORY_FILES,
@@ -21,8 +21,7 @@ from memwell.sources.discovery import (
     relative_path,
 )
 from memwell.sources.paths import is_memory_path, resolve_read_path
-
-from .names import check_file_name
+from memwell.writing.names import check_file_name
 
 DAILY_FORMAT = "%Y-%m-%d"
 """File name (without ``.md``) of the daily note, ``memory/YYYY-MM-DD.md``."""

@@ -3,8 +3,9 @@
 Each operation redacts secrets from the text, checks the size limit and the write rules
 (:mod:`memwell.writing.targets`), edits the file under the cross-process lock with an atomic
 replace (:mod:`memwell.writing.atomic`), then syncs the manager so the next search finds the
-new text. Nothing is written when a check fails: a :class:`~memwell.errors.WriteRefusedError`
-or :class:`~memwell.errors.PathNotAllowedError` says why.
+new text. Nothing is written when a check fails: a
+:class:`~memwell.contract.errors.WriteRefusedError` or
+:class:`~memwell.contract.errors.PathNotAllowedError` says why.
 
 Example::
 
@@ -25,15 +26,16 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memwell.config import MemwellSettings, load_settings
-from memwell.errors import MemwellError, PathNotAllowedError, WriteRefusedError
-from memwell.lazy_import import lazy_logger, lazy_module
-from memwell.manager import MemorySearchManager
-from memwell.sources.discovery import MEMORY_DIR, ROOT_MEMORY_FILES
+from memwell.contract.config import MemwellSettings, load_settings
+from memwell.contract.errors import MemwellError, PathNotAllowedError, WriteRefusedError
+from memwell.contract.layout import ROOT_MEMORY_FILES
+from memwell.contract.manager import MemorySearchManager
+from memwell.retrieval.supersede_marker import parse_superseded
+from memwell.sources.discovery import MEMORY_DIR
 from memwell.sources.redact import redact
-
-from . import edits
-from .atomic import (
+from memwell.util.lazy_import import lazy_logger, lazy_module
+from memwell.writing import edits
+from memwell.writing.atomic import (
     FileState,
     append_bytes,
     read_state,
@@ -41,14 +43,13 @@ from .atomic import (
     sweep_stale_temps,
     write_lock,
 )
-from .audit import Channel, append_audit, audit_line, check_channel
-from .merge import union_merge
-from .names import unsafe_character
-from .recent import recent_files
-from .results import Operation, RecentFile, Supersession, WriteResult
-from .supersede import parse_superseded
-from .supersession import Confirm, find_candidates, mark_lines, new_fact_lines
-from .targets import DAILY_FORMAT, ensure_parent, resolve_write_path, target_path
+from memwell.writing.audit import Channel, append_audit, audit_line, check_channel
+from memwell.writing.merge import union_merge
+from memwell.writing.names import unsafe_character
+from memwell.writing.recent import recent_files
+from memwell.writing.results import Operation, RecentFile, Supersession, WriteResult
+from memwell.writing.supersession import Confirm, find_candidates, mark_lines, new_fact_lines
+from memwell.writing.targets import DAILY_FORMAT, ensure_parent, resolve_write_path, target_path
 
 log = lazy_logger(__name__)
 
@@ -307,7 +308,7 @@ class MemoryWriter:
         return upper
 
     def check_enabled(self) -> None:
-        """Raise :class:`~memwell.errors.WriteRefusedError` when writing is disabled."""
+        """Raise :class:`~memwell.contract.errors.WriteRefusedError` when writing is disabled."""
         if not self.enabled:
             raise WriteRefusedError(
                 "memory writing is disabled ([write] enabled = false)", reason="disabled"
@@ -421,7 +422,7 @@ class MemoryWriter:
             return self.confirm
         if self._no_generator:
             return None
-        # By name: memwell.plugins (which the confirmation needs) stays out of the import
+        # By name: memwell.registry.plugins (which the confirmation needs) stays out of the import
         # graph of the writer, which memwell/__init__ reaches.
         confirm: Confirm | None = lazy_module("memwell.writing.confirm").configured_confirm(
             self.settings, self.workspace

@@ -1,13 +1,13 @@
 """Agent tools ``memory_store``, ``memory_recall`` and ``memory_forget`` (reference section 7.3).
 
-OpenAI function definitions plus executors that follow :mod:`memwell.tools`: they never raise;
+OpenAI function definitions plus executors that follow :mod:`memwell.agent.tools`: they never raise;
 malformed arguments give an ``error`` payload, and an unavailable store (no LanceDB backend,
 no embedding provider, a LanceDB failure) gives a ``disabled`` payload with the reason.
 ``manager`` may be the manager ``open_memory`` returned, a LanceDB manager, or a zero-argument
 factory of either.
 
 :func:`agent_tools` binds the three tools to a manager; the plugin offers them through the
-``memwell_agent_tools`` hook, so :func:`memwell.tools.execute_tool` and ``memwell mcp`` serve
+``memwell_agent_tools`` hook, so :func:`memwell.agent.tools.execute_tool` and ``memwell mcp`` serve
 them whenever the workspace's backend is ``lancedb``.
 """
 
@@ -134,7 +134,8 @@ def tool_definitions() -> list[dict[str, Any]]:
 
 
 def agent_tools(manager: ManagerSource) -> list[AgentTool]:
-    """The three tools as :class:`~memwell.descriptors.AgentTool`, each bound to ``manager``.
+    """The three tools as :class:`~memwell.contract.descriptors.AgentTool`, each bound to
+    ``manager``.
 
     Each ``run`` goes through :func:`execute_tool`, so it never raises; once ``manager`` no
     longer reaches an open LanceDB manager (closed, or fallen back to the builtin backend) the

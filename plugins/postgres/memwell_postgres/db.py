@@ -55,8 +55,8 @@ class Database:
 
     Connections are not checked before use (that would cost a round trip per search): a
     call that fails on a broken connection has the pool check every idle connection, and
-    the error is raised as :class:`~memwell.errors.BackendUnavailableError`; later calls get
-    fresh connections, reconnecting by themselves once the server is back.
+    the error is raised as :class:`~memwell.contract.errors.BackendUnavailableError`; later calls
+    get fresh connections, reconnecting by themselves once the server is back.
     """
 
     def __init__(self, config: PostgresConfig) -> None:

@@ -1,6 +1,6 @@
 """``PostgresMemoryManager``: memwell's manager contract on a shared Postgres database.
 
-:class:`~memwell.backend.MemoryBackend` owns the lifecycle (closed flag, last sync error,
+:class:`~memwell.runtime.backend.MemoryBackend` owns the lifecycle (closed flag, last sync error,
 search preamble and citations, safe reads, status skeleton, probes, async wrappers); this
 module adds the database, the indexer and the search statement.
 """

@@ -1,7 +1,7 @@
 """Errors raised by the qmd bridge, and the mapping from a failed qmd call to one of them.
 
-Every class derives from :class:`memwell.errors.BackendUnavailableError`, so a failing qmd
-makes :class:`memwell.fallback.FallbackMemoryManager` switch to the builtin backend with the
+Every class derives from :class:`memwell.contract.errors.BackendUnavailableError`, so a failing qmd
+makes :class:`memwell.runtime.fallback.FallbackMemoryManager` switch to the builtin backend with the
 message as reason.
 """
 

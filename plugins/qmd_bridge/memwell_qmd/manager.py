@@ -2,7 +2,7 @@
 
 It is built in layers: :class:`~memwell_qmd.updates.QmdUpdates` keeps qmd's index up to date,
 :class:`~memwell_qmd.searching.QmdSearching` searches it, and the manager starts both and
-answers the :class:`~memwell.backend.MemoryBackend` hooks (sync, search, reads, status,
+answers the :class:`~memwell.runtime.backend.MemoryBackend` hooks (sync, search, reads, status,
 probes, close).
 """
 

@@ -2,7 +2,7 @@
 
 Key and base URL resolve like the embedding provider's (``[providers.voyage]``, ``[remote]``,
 ``VOYAGE_API_KEY``). The client makes one attempt (``max_retries=0``); its relevance scores are
-in [0, 1] already. SDK errors become :class:`~memwell.errors.ProviderError`.
+in [0, 1] already. SDK errors become :class:`~memwell.contract.errors.ProviderError`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The plugin contract: the types, hooks and errors that core and plugins share."""

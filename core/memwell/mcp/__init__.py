@@ -1,0 +1,1 @@
+"""The MCP server (``memwell mcp``): stdio and HTTP transports over the agent tools."""

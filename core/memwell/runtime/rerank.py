@@ -1,0 +1,114 @@
+"""The optional reranking stage: a second, slower scorer over the backend's best hits.
+
+``[rerank] provider`` names a reranker from the ``memwell_rerankers`` hook (``"none"``, the
+default, turns the stage off). :class:`RerankingManager` asks the backend for
+``[rerank] candidates`` hits without a floor, lets the reranker score each (query, chunk text)
+pair in [0, 1], and returns the hits in the reranker's order with its scores, floored by
+``min_score`` and cut to ``max_results``. A reranker that fails is logged and the backend's
+own ranking is served, with a warning on stderr and the reason in
+:attr:`RerankingManager.last_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from memwell.contract.config import MemwellSettings, plugin_config
+from memwell.contract.descriptors import ProviderContext, RerankerSpec
+from memwell.contract.descriptors import Reranker as Reranker
+from memwell.contract.errors import ConfigError
+from memwell.contract.manager import DelegatingManager, MemorySearchManager
+from memwell.contract.models import MemorySearchResult
+from memwell.registry.plugins import PluginRegistry
+from memwell.util.lazy_import import lazy_logger
+
+log = lazy_logger(__name__)
+
+
+def open_reranker(settings: MemwellSettings, registry: PluginRegistry, workspace: Path) -> Reranker:
+    """Build the reranker ``[rerank] provider`` names; a clear error when it is unknown."""
+    name = settings.rerank.provider
+    spec: RerankerSpec | None = registry.lookup("reranker", name)
+    if spec is None:
+        known = ", ".join(registry.installed("reranker")) or "none installed"
+        raise ConfigError(f"rerank.provider: unknown reranker {name!r} (known: {known})")
+    ctx = ProviderContext(
+        workspace=workspace,
+        settings=settings,
+        model=settings.rerank.model or spec.default_model,
+        plugin_config=plugin_config(
+            spec.config_model, settings.providers.get(name), f"providers.{name}"
+        ),
+    )
+    return spec.create(ctx)
+
+
+class RerankingManager(DelegatingManager):
+    """``inner``'s hits rescored by ``reranker`` (see the module docstring)."""
+
+    def __init__(
+        self, inner: MemorySearchManager, reranker: Reranker, settings: MemwellSettings
+    ) -> None:
+        super().__init__(inner)
+        self.reranker = reranker
+        self.settings = settings
+        self.last_error: str | None = None
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[list[MemorySearchResult]]:
+        """Each query reranked (a batch must not reach the backend's ``search_many`` past
+        this stage); the reranker scores one query's hits at a time anyway."""
+        return [
+            self.search(
+                q,
+                max_results=max_results,
+                min_score=min_score,
+                session_key=session_key,
+                sources=sources,
+            )
+            for q in queries
+        ]
+
+    def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[MemorySearchResult]:
+        limit = max_results if max_results is not None else self.settings.query.max_results
+        floor = min_score if min_score is not None else self.settings.query.min_score
+        hits = self._inner.search(
+            query,
+            max_results=max(limit, self.settings.rerank.candidates),
+            min_score=0.0,
+            session_key=session_key,
+            sources=sources,
+        )
+        if not hits:
+            return []
+        try:
+            scores = self.reranker.rerank(query, [hit.snippet for hit in hits])
+            if len(scores) != len(hits):
+                raise ValueError(f"{len(scores)} scores for {len(hits)} documents")
+        except Exception as exc:
+            self.last_error = f"reranker {self.reranker.id} failed: {exc}"
+            log.warning("memwell: %s; serving the backend's ranking", self.last_error)
+            return [hit for hit in hits if hit.score >= floor][:limit]
+        self.last_error = None
+        rescored = [
+            hit.model_copy(update={"score": min(1.0, max(0.0, float(score)))})
+            for hit, score in zip(hits, scores, strict=True)
+        ]
+        rescored.sort(key=lambda hit: hit.score, reverse=True)
+        return [hit for hit in rescored if hit.score >= floor][:limit]
