@@ -157,7 +157,7 @@ class Result:
     edit_s: list[float] = field(default_factory=list)
     noop_cpu_s: list[float] = field(default_factory=list)
     edit_cpu_s: list[float] = field(default_factory=list)
-    warm_ms: list[float] = field(default_factory=list)
+    warm_rounds: list[list[float]] = field(default_factory=list)
     cli_search_s: list[float] = field(default_factory=list)
     rss_index_kb: int = 0
     rss_search_kb: int = 0
@@ -165,6 +165,18 @@ class Result:
     units: str = ""
     recall_question: tuple[int, int] | None = None
     recall_keywords: tuple[int, int] | None = None
+
+
+def extra_settings(settings: list[str]) -> list[str]:
+    """TOML lines for ``--memwell-set SECTION.KEY=VALUE`` (a section of their own each)."""
+    lines: list[str] = []
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        section, dot, key = name.strip().rpartition(".")
+        if not (sep and dot and section and key and value.strip()):
+            sys.exit(f"--memwell-set wants SECTION.KEY=VALUE (a TOML value), got {setting!r}")
+        lines += [f"[{section}]", f"{key} = {value.strip()}"]
+    return lines
 
 
 def log(message: str) -> None:
@@ -235,6 +247,7 @@ class Tool:
             # The recall cache would answer repeated warm queries from memory; the peers have
             # none, so every timed query must reach the index.
             lines += ["[query]", "min_score = 0.0", "[cache.recall]", "enabled = false"]
+            lines += extra_settings(args.memwell_set)
             cfg.write_text("\n".join(lines) + "\n")
             base = [snap.memwell, "-w", str(self.ws)]
             base += ["--config", str(cfg)]
@@ -462,8 +475,10 @@ def run_all(tools: list[Tool], args: argparse.Namespace, errors: list[str]) -> N
     timed = [keywords(f.question) for f in tools[0].facts]
     for r in range(args.rounds):
         log(f"warm search round {r + 1}/{args.rounds}")
+        for tool in live:
+            tool.res.warm_rounds.append([])
         for query in timed:
-            phase("warm search", lambda t, q=query: t.res.warm_ms.append(t.warm(q)[0]))
+            phase("warm search", lambda t, q=query: t.res.warm_rounds[-1].append(t.warm(q)[0]))
     log("recall")
     for tool in list(live):
         try:
@@ -494,21 +509,42 @@ def med(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def metrics(r: Result) -> dict[str, float | None]:
-    warm = r.warm_ms
+class Row(NamedTuple):
+    """One measure of one tool: the figure reported, and the values per round or repetition
+    it came from (paired with the peer's by index: the same round, interleaved)."""
+
+    value: float | None
+    rounds: list[float]
+
+
+def _per_round(values: list[float]) -> Row:
+    return Row(med(values), list(values))
+
+
+def metrics(r: Result) -> dict[str, Row]:
+    warm = [ms for one in r.warm_rounds for ms in one]
+    by_round = [one for one in r.warm_rounds if one]
+
+    def warm_row(fraction: float) -> Row:
+        value = percentile(warm, fraction) if warm else None
+        return Row(value, [percentile(one, fraction) for one in by_round])
+
+    def single(value: float | None) -> Row:
+        return Row(value, [])
+
     return {
-        "first index (s, median of rounds)": r.first_index_s,
-        "first index CPU (s, user+sys, median)": med(r.first_index_cpu_s),
-        "one-file-edit reindex (s, median)": med(r.edit_s),
-        "one-file-edit reindex CPU (s, user+sys, median)": med(r.edit_cpu_s),
-        "no-op reindex (s, median)": med(r.noop_s),
-        "no-op reindex CPU (s, user+sys, median)": med(r.noop_cpu_s),
-        "warm search p50 (ms)": percentile(warm, 0.5) if warm else None,
-        "warm search p95 (ms)": percentile(warm, 0.95) if warm else None,
-        "one-shot CLI search (s, median)": med(r.cli_search_s),
-        "peak RSS, index CLI (MB)": r.rss_index_kb / 1024 or None,
-        "peak RSS, search CLI (MB)": r.rss_search_kb / 1024 or None,
-        "peak RSS, warm process (MB)": r.rss_warm_kb / 1024 or None,
+        "first index (s, median of rounds)": _per_round(r.first_index_runs),
+        "first index CPU (s, user+sys, median)": _per_round(r.first_index_cpu_s),
+        "one-file-edit reindex (s, median)": _per_round(r.edit_s),
+        "one-file-edit reindex CPU (s, user+sys, median)": _per_round(r.edit_cpu_s),
+        "no-op reindex (s, median)": _per_round(r.noop_s),
+        "no-op reindex CPU (s, user+sys, median)": _per_round(r.noop_cpu_s),
+        "warm search p50 (ms)": warm_row(0.5),
+        "warm search p95 (ms)": warm_row(0.95),
+        "one-shot CLI search (s, median)": _per_round(r.cli_search_s),
+        "peak RSS, index CLI (MB)": single(r.rss_index_kb / 1024 or None),
+        "peak RSS, search CLI (MB)": single(r.rss_search_kb / 1024 or None),
+        "peak RSS, warm process (MB)": single(r.rss_warm_kb / 1024 or None),
     }
 
 
@@ -545,8 +581,32 @@ PAIRS = (("memwell-local", "memsearch"), ("memwell-none", "qmd"))
 """(memwell system, the peer it is compared with): one ratio column each."""
 
 
+def spread(rounds: list[float]) -> str:
+    """`` (lo–hi)`` over rounds or repetitions, when there are several."""
+    return f" ({fmt(min(rounds))}–{fmt(max(rounds))})" if len(rounds) > 1 else ""
+
+
+def paired_ratios(mine: list[float], peer: list[float]) -> list[float]:
+    """peer ÷ memwell for each round both ran (round i of one against round i of the other)."""
+    return [p / m for m, p in zip(mine, peer, strict=False) if m > 0]
+
+
+def ratio_cell(value: float | None, rounds: list[float]) -> tuple[str, str]:
+    """The ratio cell (with its spread over rounds) and its verdict: ``ahead``, ``behind``
+    or ``flips`` (ahead in some rounds, behind in others: not a win)."""
+    if value is None:
+        return "–", ""
+    cell = fmt_ratio(value)
+    if len(rounds) > 1:
+        cell += f" ({fmt_ratio(min(rounds))}–{fmt_ratio(max(rounds))})"
+    if rounds and min(rounds) < 1 <= max(rounds):
+        return f"{cell} **flips**", "flips"
+    return cell, "behind" if value < 1 else "ahead"
+
+
 def render(results: dict[str, Result], header: list[str]) -> tuple[str, list[str]]:
-    """The markdown table, and the rows where memwell is behind (a ratio below 1)."""
+    """The markdown table, and the rows where memwell is behind (a ratio below 1) or where
+    the ratio flips between rounds."""
     cols = ["memwell-local", "memsearch", "memwell-none", "qmd"]
     names = [
         "measure",
@@ -560,26 +620,39 @@ def render(results: dict[str, Result], header: list[str]) -> tuple[str, list[str
     lines = [*header, "", "| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     behind: list[str] = []
 
-    def row(key: str, cells: dict[str, str], ratios: dict[str, float | None]) -> None:
+    def row(key: str, cells: dict[str, str], ratios: dict[str, tuple[str, str]]) -> None:
         out = [key]
         for mine, peer in PAIRS:
-            out += [cells[mine], cells[peer], fmt_ratio(ratios[peer])]
-            if ratios[peer] is not None and ratios[peer] < 1:  # type: ignore[operator]
-                behind.append(f"{key}: {LABELS[peer]} {fmt_ratio(ratios[peer])}")
+            cell, verdict = ratios[peer]
+            out += [cells[mine], cells[peer], cell]
+            if verdict in ("behind", "flips"):
+                what = "flips between rounds" if verdict == "flips" else "behind"
+                behind.append(f"{key}: {LABELS[peer]} {cell.removesuffix(' **flips**')} ({what})")
         lines.append("| " + " | ".join(out) + " |")
 
     per = {s: metrics(results[s]) if s in results else {} for s in cols}
+    empty = Row(None, [])
     for key in metrics(Result()):
-        v = {s: per[s].get(key) for s in cols}
+        v = {s: per[s].get(key, empty) for s in cols}
         row(
             key,
-            {s: fmt(v[s]) for s in cols},
-            {peer: ratio(v[peer], v[mine]) for mine, peer in PAIRS},
+            {s: fmt(v[s].value) + spread(v[s].rounds) for s in cols},
+            {
+                peer: ratio_cell(
+                    ratio(v[peer].value, v[mine].value),
+                    paired_ratios(v[mine].rounds, v[peer].rounds),
+                )
+                for mine, peer in PAIRS
+            },
         )
-    loads = {s: med(results[s].first_index_load) if s in results else None for s in cols}
+    loads = {s: results[s].first_index_load if s in results else [] for s in cols}
     lines.append(
         "| load average (1 min) during first index | "
-        + " | ".join(f"{fmt(loads[mine])} | {fmt(loads[peer])} | –" for mine, peer in PAIRS)
+        + " | ".join(
+            f"{fmt(med(loads[mine]))}{spread(loads[mine])} | "
+            f"{fmt(med(loads[peer]))}{spread(loads[peer])} | –"
+            for mine, peer in PAIRS
+        )
         + " |"
     )
     for key, attr in (
@@ -590,7 +663,10 @@ def render(results: dict[str, Result], header: list[str]) -> tuple[str, list[str
         row(
             f"{key} (ratio memwell / peer)",
             {s: fmt_recall(got[s]) for s in cols},
-            {peer: ratio(recall_share(got[mine]), recall_share(got[peer])) for mine, peer in PAIRS},
+            {
+                peer: ratio_cell(ratio(recall_share(got[mine]), recall_share(got[peer])), [])
+                for mine, peer in PAIRS
+            },
         )
     units = {s: results[s].units.replace("|", "/") if s in results else "–" for s in cols}
     lines.append(
@@ -700,6 +776,20 @@ def main() -> None:
     parser.add_argument("--memsearch-venv", default="/work/bench-venvs/memsearch")
     parser.add_argument("--qmd-command", default=str(REPO / ".cache/qmd/bin/qmd"))
     parser.add_argument("--nice", type=int, default=10)
+    parser.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N CPU-bound busy loops (nice 0) beside the benchmark for the whole run",
+    )
+    parser.add_argument(
+        "--memwell-set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a setting added to both memwell systems' config (e.g. chunking.overlap=0)",
+    )
     parser.add_argument("--why-skipped", default="", help="reason printed for unselected systems")
     parser.add_argument("--markdown", type=Path, help="also append the table to this file")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
@@ -713,6 +803,32 @@ def main() -> None:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     if not Path("/usr/bin/time").exists():
         sys.exit("bench_peers.py needs /usr/bin/time (Debian package 'time') for peak RSS")
+    burners = start_load(args.load)  # before os.nice, so they keep nice 0
+    try:
+        run_benchmark(args, systems)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def start_load(count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` processes that spin on one core each: a second CPU-bound job, reproducible."""
+    spin = "while True:\n    pass\n"
+    return [
+        subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+
+
+def command_line() -> str:
+    """The command that reproduces this run, as typed from the repository's root."""
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(REPO) if script.is_relative_to(REPO) else script
+    return " ".join(["python", str(shown), *sys.argv[1:]])
+
+
+def run_benchmark(args: argparse.Namespace, systems: list[str]) -> None:
     os.nice(args.nice)
     sys.path.insert(0, str(HERE))
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -750,7 +866,18 @@ def main() -> None:
         "",
         f"- machine: nproc {os.cpu_count()}, {os.uname().machine}, load average "
         f"{' '.join(f'{x:.2f}' for x in load_start)} at start, "
-        f"{' '.join(f'{x:.2f}' for x in load_end)} at end; everything under nice {args.nice}",
+        f"{' '.join(f'{x:.2f}' for x in load_end)} at end; everything under nice {args.nice}"
+        + (
+            f"; {args.load} CPU-bound busy loop(s) at nice 0 beside it for the whole run"
+            if args.load
+            else "; no load added"
+        ),
+        f"- command: `{command_line()}`",
+        *(
+            [f"- memwell config adds (both memwell systems): {', '.join(args.memwell_set)}"]
+            if args.memwell_set
+            else []
+        ),
         f"- embedding model: all-MiniLM-L6-v2 (384-d, sentence-transformers, CPU) from {model} "
         "for memwell MiniLM and memsearch; memwell keyword and qmd BM25 embed nothing "
         "(qmd's vector modes need GGUF models from the HF Hub: not available offline)",
@@ -783,9 +910,9 @@ def main() -> None:
     header += [f"- ERROR: {e}" for e in errors]
     table, behind = render(results, header)
     verdict = (
-        "memwell is behind on: " + "; ".join(behind)
+        "memwell is not ahead in every round on: " + "; ".join(behind)
         if behind
-        else "memwell is ahead (ratio ≥ 1) on every row measured"
+        else "memwell is ahead (ratio ≥ 1, in every round) on every row measured"
     )
     if errors:
         verdict += f"; {len(errors)} step(s) failed (ERROR above): their rows are not compared"
