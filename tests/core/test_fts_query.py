@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memwell.retrieval.cjk import is_cjk_char, segment_for_fts, segment_for_index
 from memwell.retrieval.boolean import parse_boolean
+from memwell.retrieval.cjk import is_cjk_char, segment_for_fts, segment_for_index
 from memwell.retrieval.fts_query import (
     MAX_BOOLEAN_GROUPS,
     MAX_TERMS,
