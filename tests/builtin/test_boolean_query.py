@@ -75,3 +75,36 @@ def test_the_recall_cache_never_mixes_filtered_and_plain_answers(
     filtered = paths(memory, "deploy checklist +staging -friday")
     assert paths(memory, "deploy checklist") == set(FILES)  # not the filtered answer
     assert paths(memory, "deploy checklist +staging -friday") == filtered == {"memory/a.md"}
+
+
+def test_a_required_term_is_part_of_the_keyword_query_not_only_a_filter(
+    open_ws: OpenFn, tmp_path: Path
+) -> None:
+    """The one note holding both ``deploy`` and ``staging`` ranks far below the pool of the
+    plain query (``staging`` is in most notes, so it weighs nothing there, and fifteen notes
+    repeat ``deploy checklist``): filtering that pool would find nothing. The FTS5 query
+    ``(deploy OR checklist) AND staging`` retrieves it."""
+    ws = tmp_path / "pool"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(15):
+        (ws / f"memory/list{i}.md").write_text(f"Deploy checklist {i}: deploy checklist.\n")
+    for i in range(21):
+        (ws / f"memory/env{i}.md").write_text(f"Staging host {i} runs the nightly staging job.\n")
+    filler = " ".join(f"word{i}" for i in range(80))
+    (ws / "memory/target.md").write_text(f"We deploy to staging after lunch. {filler}\n")
+    memory = open_ws(ws, provider="none")
+    memory.sync(reason="test")
+    plain = memory.search("deploy checklist", max_results=1, min_score=0.0)
+    assert plain and plain[0].path.startswith("memory/list")
+    hits = memory.search("deploy checklist +staging", max_results=1, min_score=0.0)
+    assert [h.path for h in hits] == ["memory/target.md"]
+    excluded = memory.search("deploy staging -lunch", max_results=20, min_score=0.0)
+    assert "memory/target.md" not in {h.path for h in excluded}
+
+
+def test_the_builtin_backend_declares_boolean_queries() -> None:
+    from memwell.registry.plugins import PluginRegistry
+
+    registry = PluginRegistry()
+    assert "boolean" in registry.backends["builtin"].capabilities
+    assert "boolean" not in registry.backends["postgres"].capabilities

@@ -96,3 +96,24 @@ def test_warm_loads_the_index_and_the_model(
     assert memory.warmed_ms is not None and provider.calls == calls + 2  # warm-up + query
     memory.search("editor", session_key="agent:main:1")
     assert provider.calls == calls + 3  # the same session does not warm again
+
+
+def test_a_batch_of_near_duplicates_searches_once_per_group_with_the_same_answers(
+    open_ws: OpenFn, workspace: Path
+) -> None:
+    queries = [
+        "Zanzibar codename billing",
+        "zanzibar codename billing?",
+        "billing codename Zanzibar",
+        "tomatoes watering morning",
+        "Zanzibar codename billing",
+    ]
+    memory = _cache(open_ws(workspace))
+    memory.sync()
+    batch = memory.search_many(queries, min_score=0.0)
+    stats = memory.cache_status()
+    assert (stats.backend_searches, stats.batch_shared) == (2, 3)
+    other = _cache(open_ws(workspace, cache={"recall": {"exact_ttl_seconds": 60.0}}))
+    assert other is not memory
+    assert [other.search(q, min_score=0.0) for q in queries] == batch
+    assert other.cache_status().backend_searches == 2

@@ -9,9 +9,8 @@ import textwrap
 from pathlib import Path
 
 import grimp
-import pytest
-
 import memwell
+import pytest
 from memwell.util.moved_paths import MOVED_MODULES
 
 CORE = Path(memwell.__file__).parent

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memwell.retrieval.boolean import parse_boolean
 from memwell.retrieval.cjk import is_cjk_char, segment_for_fts, segment_for_index
 from memwell.retrieval.fts_query import (
+    MAX_BOOLEAN_GROUPS,
     MAX_TERMS,
     FtsQuery,
     bm25_rank_to_score,
@@ -191,7 +193,7 @@ def test_any_query_is_safe_for_fts5(db: sqlite3.Connection, query: str) -> None:
             if fq is None:
                 continue
             assert fq.match is not None or fq.like_terms
-            if fq.match is not None:
+            if fq.match is not None and not parse_boolean(query):
                 assert _quoted_terms(joiner).fullmatch(fq.match)
                 assert fq.match.count('"') <= 2 * MAX_TERMS
             _search(db, table, fq)
@@ -247,7 +249,7 @@ def test_segmented_document_is_found_by_its_own_text(db: sqlite3.Connection, doc
     db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS prop USING fts5(text)")
     _reindex(db, "prop", segment_for_index(doc))
     fq = build_fts_query(doc, mode="and", drop_stopwords=False)
-    if fq is not None:
+    if fq is not None and not parse_boolean(doc).must_not:  # "a -a" excludes itself
         assert _search(db, "prop", fq) == [1]
 
 
@@ -435,3 +437,89 @@ def test_chunk_terms_are_the_distinct_tokens_without_underscore_only_ones(text: 
         segment_for_fts(unicodedata.normalize("NFC", text)),
         chunk_terms(text),
     )
+
+
+# --- +must -must_not as an FTS5 boolean query ------------------------------------------------
+
+
+def test_boolean_operators_become_and_and_not() -> None:
+    fq = build_fts_query("deploy checklist +staging -friday")
+    assert fq is not None
+    assert fq.match == '(("deploy" OR "checklist" OR "staging") AND ("staging")) NOT ("friday")'
+    assert fq.terms == ("deploy", "checklist", "staging")  # the excluded word is not looked for
+    assert build_fts_query('+"smoke tests" -"friday night"') == FtsQuery(
+        '(("smoke" OR "tests") AND ("smoke" AND "tests")) NOT ("friday" AND "night")', ()
+    )
+    assert build_fts_query("+the") == FtsQuery('("the")', ())  # a required stop word stays
+    assert build_fts_query("-friday") is None  # FTS5 has no bare NOT: the filter alone
+    assert build_fts_query("e-mail C++ -3") == FtsQuery('"mail" OR "c" OR "3"', ())
+
+
+def test_pruning_keeps_the_required_and_excluded_groups() -> None:
+    fq = build_fts_query("deploy checklist +staging -friday")
+    assert fq is not None
+    kept = fq.keeping({"checklist"})
+    assert kept.match == '(("checklist") AND ("staging")) NOT ("friday")'
+
+
+def test_trigram_short_required_terms_are_like_terms_short_excluded_ones_left_out() -> None:
+    fq = build_fts_query("deploy +ab -cd -friday", tokenizer="trigram")
+    assert fq == FtsQuery('(("deploy")) NOT ("friday")', ("%ab%",))
+
+
+@pytest.fixture(scope="module")
+def porter() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE p USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    docs = [
+        "deploy checklist for staging",  # 1
+        "deploy checklist for production on friday",  # 2
+        "deploy to staging on friday",  # 3
+        "smoke tests run nightly",  # 4
+        "staging smoke tests",  # 5
+    ]
+    conn.executemany("INSERT INTO p(rowid, text) VALUES (?, ?)", enumerate(docs, start=1))
+    yield conn
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "rows"),
+    [
+        ("deploy checklist", [1, 2, 3]),
+        ("deploy checklist +staging", [1, 3, 5]),  # the free text is optional
+        ("deploy checklist +staging -friday", [1, 5]),
+        ("deploy -friday", [1]),
+        ('tests +"smoke tests" -staging', [4]),
+        ("+staging +smoke", [5]),
+    ],
+)
+def test_boolean_queries_select_the_rows_fts5_should(
+    porter: sqlite3.Connection, query: str, rows: list[int]
+) -> None:
+    fq = build_fts_query(query)
+    assert fq is not None
+    assert _search(porter, "p", fq) == rows
+
+
+@given(
+    should=st.text(max_size=30),
+    must=st.lists(HOSTILE, max_size=40),
+    must_not=st.lists(HOSTILE, max_size=40),
+)
+@settings(max_examples=200, deadline=None)
+def test_any_boolean_query_is_safe_and_bounded_for_fts5(
+    db: sqlite3.Connection, should: str, must: list[str], must_not: list[str]
+) -> None:
+    words = [f'+"{w.replace(chr(34), "")}"' for w in must] + [
+        f'-"{w.replace(chr(34), "")}"' for w in must_not
+    ]
+    query = " ".join([should, *words])
+    for tokenizer, table in (("unicode61", "t"), ("trigram", "g")):
+        fq = build_fts_query(query, tokenizer=tokenizer)
+        if fq is None:
+            continue
+        assert len(fq.must) <= MAX_BOOLEAN_GROUPS and len(fq.must_not) <= MAX_BOOLEAN_GROUPS
+        _search(db, table, fq)

@@ -223,6 +223,8 @@ OLD_DUMPS: list[tuple[Record, dict[str, Any]]] = [
                 "semantic_off": None,
                 "temporal": None,  # added with the temporal tier (issue 42)
                 "backend_searches": 0,
+                "batch_shared": 0,  # near-duplicates of a batch sharing a retrieval
+                "stale_served": 0,
             },
             "recall_tracking": {
                 "enabled": True,

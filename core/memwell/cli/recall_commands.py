@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -14,13 +15,26 @@ from memwell.cli.main import Context, cli, pass_ctx
 from memwell.context.compress import compress
 from memwell.context.tokens import TokenCounter, counter_for
 from memwell.context.transcript import parse_transcript
+from memwell.contract.errors import MemwellError
 from memwell.contract.recall_protocols import warm
+from memwell.recall.warmup import PERIODS, period_of
 
 
 @cli.command(name="warm")
+@click.option(
+    "--for",
+    "period",
+    type=click.Choice([*PERIODS, "now"]),
+    help="Also answer into the recall cache the queries this part of the day usually asks "
+    "(learned from the recall history; 'now': the current part).",
+)
 @pass_ctx
-def warm_command(ctx: Context) -> None:
-    """Load the index, the embedding model and the caches now (what a new session does)."""
+def warm_command(ctx: Context, period: str | None) -> None:
+    """Load the index, the embedding model and the caches now (what a new session does).
+
+    The recall cache lives in the process: --for fills it for this process and shows what a
+    long-running one (memwell mcp, an agent using the Python API) would load.
+    """
     manager = ctx.open()
     manager.sync(reason="warm")
     started = time.perf_counter()
@@ -31,6 +45,20 @@ def warm_command(ctx: Context) -> None:
         f"warm in {millis:.0f} ms: {status.chunks} chunks ({status.search_mode}, provider "
         f"{status.provider}{', model ' + status.model if status.model else ''})"
     )
+    if period is None:
+        return
+    from memwell.recall.manager import RecallCachedManager
+
+    if not isinstance(manager, RecallCachedManager):
+        raise MemwellError("time-of-day warm-up needs the recall cache of open_memory")
+    chosen = period_of(datetime.now().astimezone()) if period == "now" else period
+    done = manager.warm_for(chosen)
+    click.echo(
+        f"{done.period}: {len(done.queries)} usual queries, {done.cached} answers cached "
+        f"in {done.millis:.0f} ms"
+    )
+    for usual in done.queries:
+        click.echo(f"  {usual.query}  (asked on {usual.days} days, {usual.times} times)")
 
 
 def _counter(ctx: Context, tokenizer: Path | None) -> TokenCounter:

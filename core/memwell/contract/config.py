@@ -185,6 +185,12 @@ class RecallCacheSettings(_Strict):
     temporal_threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.7
     max_entries: Annotated[int, msgspec.Meta(ge=1)] = 1000
     max_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
+    #: Time-of-day warm-up (memwell.recall.warmup, ``memwell warm --for morning``): at most
+    #: warm_queries queries, each asked in that part of the day on warm_min_days days or more.
+    warm_queries: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 20
+    warm_min_days: Annotated[int, msgspec.Meta(ge=1)] = 2
+    #: A new session (session_key) also warms the cache for the current part of the day.
+    warm_on_session: bool = False
 
 
 class CacheSettings(_Strict):

@@ -53,11 +53,14 @@ a dataclass are refused; errors name the key and the file
 
 
 KNOWN_CAPABILITIES = frozenset(
-    {"keyword", "vector", "hybrid", "mmr", "decay", "sessions", "remote", "memories"}
+    {"keyword", "vector", "hybrid", "mmr", "decay", "sessions", "remote", "memories", "boolean"}
 )
 """What a backend may declare: keyword and vector search, their fusion, MMR, temporal decay,
 indexing of session transcripts (``sources = ["sessions"]``), an index shared over the network
-(``remote``), and a store of conversational memories besides the Markdown (``memories``)."""
+(``remote``), a store of conversational memories besides the Markdown (``memories``), and a
+keyword index that runs a query's ``+must -must_not`` terms as a boolean query (``boolean``;
+without it the terms filter the retrieved candidates only, see
+:mod:`memwell.retrieval.boolean`)."""
 
 
 class SearchBackend(msgspec.Struct, frozen=True):

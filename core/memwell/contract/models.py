@@ -142,6 +142,11 @@ class RecallCacheStatus(Record, kw_only=True):
     """The tier for questions about recent events; ``None`` while it or the semantic tier
     is off."""
     backend_searches: int = 0
+    batch_shared: int = 0
+    """Queries of a batch answered by the retrieval of a near-duplicate in the same batch."""
+    stale_served: int = 0
+    """Stale answers returned at once by ``async_search(..., stale_ok=True)`` (each one
+    refreshed in the background)."""
 
 
 class RecallTrackingStatus(Record, kw_only=True):

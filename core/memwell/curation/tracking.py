@@ -13,6 +13,9 @@ later :meth:`~RecallTracker.record_read` of lines that overlap a recalled chunk 
 score is added once more, so grounding raises frequency and consolidation without changing
 relevance.
 
+Each search that returned hits is also logged with its time and text
+(:mod:`memwell.curation.query_log`), for time-of-day warm-up.
+
 The sidecar is ``<index_dir>/recall-tracking.sqlite``: derived data (deleting it loses only
 the recall history), written by a background thread (a search never waits for it) in short
 ``BEGIN IMMEDIATE`` transactions in WAL mode, so any number of processes can record at once.
@@ -29,7 +32,7 @@ import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +41,8 @@ import msgspec
 
 from memwell.contract.config import MemwellSettings
 from memwell.contract.models import MemorySearchResult, ReadFileResult, RecallTrackingStatus
+from memwell.curation import query_log
+from memwell.curation.query_log import AskedQuery, asked_at
 from memwell.retrieval.keywords import iter_keywords
 from memwell.retrieval.snippets import bare_snippet
 from memwell.util.lazy_import import lazy_logger
@@ -320,7 +325,7 @@ class RecallTracker:
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
+                conn.executescript(_SCHEMA + query_log.SCHEMA)
                 columns = {row[1] for row in conn.execute("PRAGMA table_info(recalls)")}
                 if "line_hits" not in columns:  # a sidecar from before line-level evidence
                     with contextlib.suppress(sqlite3.OperationalError):  # another process won
@@ -361,6 +366,13 @@ class RecallTracker:
         with self._lock:
             rows = self._connect().execute(f"SELECT {_COLUMNS} FROM recalls").fetchall()
         return [RecallEntry._from_row(row) for row in rows]
+
+    def asked(self, hours: Collection[int]) -> list[AskedQuery]:
+        """The logged searches asked at one of the local ``hours``
+        (:mod:`memwell.curation.query_log`; raises if the sidecar cannot be read)."""
+        self.flush()
+        with self._lock:
+            return query_log.read_queries(self._connect(), hours)
 
     def close(self) -> None:
         """Write what is queued, then close the sidecar connection (idempotent)."""
@@ -470,6 +482,9 @@ class RecallTracker:
     def _recall_all(self, conn: sqlite3.Connection, jobs: Sequence[_Searches]) -> None:
         """Count every hit of the jobs' searches: one read of their entries, one write."""
         counted: list[tuple[_When, str, str, dict[str, MemorySearchResult]]] = []
+        query_log.log_queries(
+            conn, (asked_at(j.moment, q) for j in jobs for q, hits in j.searches if hits)
+        )
         for job in jobs:
             when = _When.of(job.moment)
             counted.extend(

@@ -18,13 +18,16 @@ embedder gets no semantic tier; ``status()`` says so.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import unicodedata
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memwell.contract import recall_protocols as protocols
 from memwell.contract.config import MemwellSettings
+from memwell.contract.errors import MemwellError
 from memwell.contract.manager import BatchSearchMixin, DelegatingManager, MemorySearchManager
 from memwell.contract.models import (
     MemorySearchResult,
@@ -33,6 +36,7 @@ from memwell.contract.models import (
     RecallCacheStatus,
 )
 from memwell.recall.store import Clock, RecallStore
+from memwell.recall.warmup import HOURS, WarmUp, check_period, period_of, usual_queries
 from memwell.retrieval.boolean import parse_boolean
 from memwell.retrieval.date_match import asks_recent
 from memwell.retrieval.query_limit import bound_query
@@ -48,11 +52,45 @@ log = lazy_logger(__name__)
 
 NO_VERSION = "the backend reports no content version, so its answers are not cached"
 NO_EMBEDDER = "the backend has no query embedder (keyword-only mode or out-of-process embedding)"
+REFRESH_WAIT_SECONDS = 60.0
+"""How long :meth:`RecallCachedManager.close` waits for background refreshes."""
 
 
 def normalise_query(query: str) -> str:
     """The exact tier's key text: Unicode NFKC, whitespace runs collapsed, ends stripped."""
     return " ".join(unicodedata.normalize("NFKC", query).split())
+
+
+def group_similar(keyed: Sequence[tuple[str, Vector | None]], threshold: float) -> list[list[int]]:
+    """The positions of ``keyed`` (normalised text, query vector or ``None``) in groups that
+    one retrieval answers, each led by its first member, in order of their leaders.
+
+    A query joins the first earlier leader with the same text, or else with a vector of
+    cosine at least ``threshold`` (vectors are unit length): what the exact and semantic tiers
+    would answer it with had the batch been searched one query at a time.
+    """
+    groups: list[list[int]] = []
+    leader_of: dict[str, int] = {}
+    vectors: list[tuple[int, Vector]] = []
+    for position, (text, vector) in enumerate(keyed):
+        group = leader_of.get(text)
+        if group is None and vector is not None:
+            group = next(
+                (
+                    g
+                    for g, v in vectors
+                    if v.shape == vector.shape and float(v @ vector) >= threshold
+                ),
+                None,
+            )
+        if group is None:
+            group = len(groups)
+            groups.append([])
+            leader_of[text] = group
+            if vector is not None:
+                vectors.append((group, vector))
+        groups[group].append(position)
+    return groups
 
 
 class RecallCachedManager(BatchSearchMixin, DelegatingManager):
@@ -78,6 +116,10 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         self.config = settings.cache.recall
         self.store = RecallStore(self.config, clock)
         self.backend_searches = 0
+        self.batch_shared = 0
+        self.stale_served = 0
+        self._refreshing: dict[tuple[str, str], threading.Thread] = {}
+        self._refresh_lock = threading.Lock()
         self._sessions: set[str] = set()
         self._off_reason: str | None = None
         self._semantic_off: str | None = None
@@ -141,7 +183,9 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         """Answer each query, in order; the backend answers the cache's misses in one batch.
 
         Each query is cut to ``query.max_chars`` first, as the backend would cut it, so a
-        pasted document is never normalised or embedded whole for the cache's keys.
+        pasted document is never normalised or embedded whole for the cache's keys. Misses
+        that are near-duplicates of each other (:func:`group_similar`) share one retrieval,
+        as they would share one cache entry searched one at a time.
         """
         self.open_session(session_key)
         queries = [bound_query(q, self.settings.query.max_chars) for q in queries]
@@ -151,12 +195,21 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
             "session_key": session_key,
             "sources": sources,
         }
+        return self._tracked(queries, self._answer(queries, kwargs, lookup=True))
+
+    def _answer(
+        self, queries: list[str], kwargs: dict[str, Any], *, lookup: bool
+    ) -> list[list[MemorySearchResult]]:
+        """The answers of ``queries`` (already bounded): from the cache's tiers when
+        ``lookup``, else all from the backend; the backend's answers are cached."""
         version = self._version() if self.config.enabled else None
         if version is None:
-            return self._tracked(queries, self._backend(list(queries), kwargs))
-        options = self._options(max_results, min_score, session_key, sources)
+            return self._backend(list(queries), kwargs)
+        options = self._options(**kwargs)
         answers: list[list[MemorySearchResult] | None] = [
-            self.store.exact(version, options, normalise_query(q)) if q.strip() else []
+            (self.store.exact(version, options, normalise_query(q)) if lookup else None)
+            if q.strip()
+            else []
             for q in queries
         ]
         pending = [i for i, a in enumerate(answers) if a is None]
@@ -168,24 +221,124 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                 # a query with +/- terms answers, and is answered by, only itself: a similar
                 # query may have other terms (or none)
                 vector = None
-            if vector is not None:
+            if vector is not None and lookup:
                 answers[index] = self.store.semantic(version, options, space, vector)
                 if answers[index] is None and temporal and asks_recent(queries[index]):
                     answers[index] = self.store.temporal(version, options, space, vector)
             if answers[index] is None:
                 missing.append((index, vector))
         if missing:
-            found = self._backend([queries[i] for i, _ in missing], kwargs)
+            groups = group_similar(
+                [(normalise_query(queries[i]), v) for i, v in missing],
+                self.config.semantic_threshold,
+            )
+            leaders = [missing[group[0]] for group in groups]
+            found = self._backend([queries[i] for i, _ in leaders], kwargs)
+            self.batch_shared += len(missing) - len(leaders)
             unchanged = self._version() == version  # e.g. a bootstrap sync ran meanwhile
-            for (index, vector), results in zip(missing, found, strict=True):
-                answers[index] = results
+            for group, (index, vector), results in zip(groups, leaders, found, strict=True):
+                for member in group:
+                    answers[missing[member][0]] = list(results)
                 if unchanged:
                     text = normalise_query(queries[index])
                     recent = asks_recent(text)
                     self.store.put(
                         version, options, text, results, space=space, vector=vector, recent=recent
                     )
-        return self._tracked(queries, [list(a) if a is not None else [] for a in answers])
+        return [list(a) if a is not None else [] for a in answers]
+
+    async def async_search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+        stale_ok: bool = False,
+    ) -> list[MemorySearchResult]:
+        """Async :meth:`search`. With ``stale_ok``, a query answered before returns that
+        answer at once, even when it has expired or the index changed since, and a refresh
+        runs in the background (:meth:`refresh`; one at a time per query), so the next call
+        gets the new answer; a query never answered waits for the search as usual."""
+        kwargs: dict[str, Any] = {
+            "max_results": max_results,
+            "min_score": min_score,
+            "session_key": session_key,
+            "sources": sources,
+        }
+        if stale_ok and self.config.enabled:
+            text = bound_query(query, self.settings.query.max_chars)
+            options = self._options(**kwargs)
+            version = self._version()
+            fresh = (
+                None
+                if version is None
+                else self.store.exact(version, options, normalise_query(text))
+            )
+            stale = self.store.last(options, normalise_query(text)) if fresh is None else None
+            if fresh is not None or stale is not None:
+                if fresh is None:
+                    self.stale_served += 1
+                    self._refresh_later(text, kwargs)
+                return self._tracked([text], [fresh if fresh is not None else stale or []])[0]
+        return await super().async_search(query, **kwargs)
+
+    def refresh(self, query: str, **kwargs: Any) -> list[MemorySearchResult]:
+        """Search the backend for ``query`` past the cache's tiers and cache the answer
+        (``kwargs``: :meth:`search`'s options); the search is not recorded as a recall."""
+        text = bound_query(query, self.settings.query.max_chars)
+        return self._answer([text], self._search_options(**kwargs), lookup=False)[0]
+
+    def _refresh_later(self, text: str, kwargs: dict[str, Any]) -> None:
+        """:meth:`refresh` in a background thread, unless one already runs for ``text``."""
+        key = (self._options(**kwargs), normalise_query(text))
+        with self._refresh_lock:
+            if key in self._refreshing:
+                return
+            thread = threading.Thread(
+                target=self._run_refresh, args=(key, text, kwargs), daemon=True
+            )
+            self._refreshing[key] = thread
+        thread.start()
+
+    def _run_refresh(self, key: tuple[str, str], text: str, kwargs: dict[str, Any]) -> None:
+        try:
+            self.refresh(text, **kwargs)
+        except Exception as exc:  # the next search reports the backend's failure itself
+            log.warning("memwell: background refresh of a stale answer failed: %s", exc)
+        finally:
+            with self._refresh_lock:
+                self._refreshing.pop(key, None)
+
+    def wait_for_refreshes(self, timeout: float = REFRESH_WAIT_SECONDS) -> bool:
+        """Wait until no background refresh runs; false on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._refresh_lock:
+                running = list(self._refreshing.values())
+            if not running:
+                return True
+            for thread in running:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if time.monotonic() >= deadline:
+                with self._refresh_lock:
+                    return not self._refreshing
+
+    @staticmethod
+    def _search_options(
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        session_key: str | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "max_results": max_results,
+            "min_score": min_score,
+            "session_key": session_key,
+            "sources": sources,
+        }
 
     def _tracked(
         self, queries: Sequence[str], answers: list[list[MemorySearchResult]]
@@ -206,11 +359,47 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
     # -- sessions and warm-up ---------------------------------------------------------------
 
     def open_session(self, session_key: str | None) -> None:
-        """Warm up (:meth:`warm`) the first time ``session_key`` is seen."""
+        """Warm up (:meth:`warm`) the first time ``session_key`` is seen; with
+        ``[cache.recall] warm_on_session``, also for the current part of the day
+        (:meth:`warm_for`)."""
         if session_key is None or session_key in self._sessions:
             return
         self._sessions.add(session_key)
         self.warm()
+        if self.config.warm_on_session and self.tracker is not None:
+            try:
+                self.warm_for(period_of(datetime.now().astimezone()))
+            except Exception as exc:
+                log.warning("memwell time-of-day warm-up failed: %s: %s", type(exc).__name__, exc)
+
+    def warm_for(self, period: str) -> WarmUp:
+        """Answer into the cache the queries ``period`` (``morning``, ``afternoon``,
+        ``evening``, ``night``) usually asks, learned from the recall sidecar's query log
+        (:mod:`memwell.recall.warmup`), with the default search options. Warming is not
+        recorded as recalls, nor logged as asked.
+
+        :raises ValueError: an unknown part of the day.
+        :raises MemwellError: recall tracking is off, so there is no history to learn from.
+        """
+        chosen = check_period(period)
+        if self.tracker is None:
+            raise MemwellError(
+                "time-of-day warm-up learns from the recall history, and [recall_tracking] "
+                "enabled is false"
+            )
+        started = time.perf_counter()
+        usual = usual_queries(
+            self.tracker.asked(HOURS[chosen]),
+            limit=self.config.warm_queries,
+            min_days=self.config.warm_min_days,
+        )
+        texts = [bound_query(u.query, self.settings.query.max_chars) for u in usual]
+        if texts:
+            self._answer(texts, self._search_options(), lookup=True)
+        options = self._options(**self._search_options())
+        cached = sum(self.store.last(options, normalise_query(t)) is not None for t in texts)
+        millis = (time.perf_counter() - started) * 1000
+        return WarmUp(period=chosen, queries=usual, cached=cached, millis=millis)
 
     def warm(self) -> float:
         """Load the index, the embedding model and the caches now; returns the milliseconds.
@@ -255,6 +444,8 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                 else None
             ),
             backend_searches=self.backend_searches,
+            batch_shared=self.batch_shared,
+            stale_served=self.stale_served,
         )
 
     def status(self) -> MemoryStatus:
@@ -275,6 +466,7 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         return result
 
     def close(self) -> None:
+        self.wait_for_refreshes()
         self._inner.close()
         if self.tracker is not None:
             self.tracker.close()

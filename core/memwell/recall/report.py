@@ -36,7 +36,8 @@ def recall_cache_line(stats: RecallCacheStatus) -> str:
     else:
         tiers.append(f"semantic off ({stats.semantic_off})")
     return (
-        f"on; hits/misses {', '.join(tiers)}; backend searches {stats.backend_searches}; "
+        f"on; hits/misses {', '.join(tiers)}; backend searches {stats.backend_searches} "
+        f"({stats.batch_shared} batch queries shared a near-duplicate's); "
         f"{stats.entries}/{stats.max_entries} entries, {stats.bytes}/{stats.max_bytes} bytes "
         "(counters are per process)"
     )

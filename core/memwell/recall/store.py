@@ -9,6 +9,8 @@ cosine of at least ``temporal_threshold`` within ``temporal_ttl_seconds`` (seed 
 7 days). Every entry
 belongs to one content version of the index: a lookup under a new version drops them all.
 The store is bounded by entries and by (estimated) bytes, evicting the least recently used.
+Apart from the entries, the latest answer of each query is kept across versions and TTLs
+(:meth:`RecallStore.last`, bounded the same way) for searches that accept a stale answer.
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ class RecallStore:
         self.invalidations = 0
         self._changes = 0  # bumped whenever entries are added or dropped
         self._stacks: dict[bool, _Stack] = {}
+        # The latest answer of each (options, query), kept across content versions and TTLs
+        # for searches that accept a stale answer; bounded like the entries.
+        self._last: OrderedDict[tuple[str, str], tuple[tuple[MemorySearchResult, ...], int]]
+        self._last = OrderedDict()
+        self._last_bytes = 0
 
     @property
     def entries(self) -> int:
@@ -237,6 +244,31 @@ class RecallStore:
             self._changes += 1
             self._bytes += size
             self._evict()
+            self._keep_last((options, query), entry.results, size)
+
+    def last(self, options: str, query: str) -> list[MemorySearchResult] | None:
+        """The latest answer cached for exactly ``query`` with ``options``, however old and of
+        whichever content version (``None`` if there was none)."""
+        with self._lock:
+            kept = self._last.get((options, query))
+            if kept is None:
+                return None
+            self._last.move_to_end((options, query))
+            return list(kept[0])
+
+    def _keep_last(
+        self, key: tuple[str, str], results: tuple[MemorySearchResult, ...], size: int
+    ) -> None:
+        """Remember ``results`` as ``key``'s latest answer (hold the lock)."""
+        old = self._last.pop(key, None)
+        self._last_bytes += size - (old[1] if old is not None else 0)
+        self._last[key] = (results, size)
+        while self._last and (
+            len(self._last) > self.settings.max_entries
+            or self._last_bytes > self.settings.max_bytes
+        ):
+            _, (_, dropped) = self._last.popitem(last=False)
+            self._last_bytes -= dropped
 
     def _evict(self) -> None:
         """Drop expired entries, then the least recently used beyond the bounds."""

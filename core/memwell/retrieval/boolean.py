@@ -5,8 +5,16 @@ hits whose text holds ``staging`` and lacks ``friday`` (whole tokens, case-insen
 the keyword index reads them; ``+"two words"`` needs both). The operators count at the start of
 a word that starts with a letter only, so ``e-mail``, ``C++``, ``-3`` and ``+1 nucleosomes``
 stay plain text. :func:`compose_query` writes such a query
-from ``must`` / ``should`` / ``must_not`` lists, for API callers. The filter runs in the ranking
-pipeline every backend shares, on the candidates the search retrieved.
+from ``must`` / ``should`` / ``must_not`` lists, for API callers.
+
+Two layers enforce the terms. The keyword query itself is boolean
+(:func:`~memwell.retrieval.fts_query.build_fts_query`: ``(should OR ...) AND must NOT
+must_not``), so a backend whose index runs it (the builtin backend's FTS5, capability
+``boolean``) retrieves the hits that hold the required terms however far down the plain query
+would rank them, and spends no candidate on an excluded one; an excluded term also excludes
+its stemmed forms there. Then the filter here runs in the ranking pipeline every backend
+shares, on the candidates it retrieved (vector hits too), so every backend returns only hits
+that pass :meth:`BooleanTerms.admits`.
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ def parse_boolean(query: str) -> BooleanTerms:
         if tokens:
             (must if sign == "+" else must_not).append(tokens)
     return BooleanTerms(tuple(must), tuple(must_not))
+
+
+def without_excluded(query: str) -> str:
+    """``query`` without its ``-term`` operators (what the keyword query looks for)."""
+    return _OPERATOR.sub(lambda m: "" if m.group(1) == "-" else m.group(0), query)
 
 
 def _quoted(term: str) -> str:

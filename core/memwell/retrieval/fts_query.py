@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import NamedTuple
 
 import msgspec
 
+from memwell.retrieval.boolean import BooleanTerms, parse_boolean, without_excluded
 from memwell.retrieval.cjk import (
     CJK_CHARS,
     is_cjk_char,
@@ -24,6 +25,13 @@ MAX_TERMS = 64
 TRIGRAM_MIN_CHARS = 3
 """The trigram tokenizer cannot MATCH terms shorter than this; they become LIKE terms."""
 
+MAX_BOOLEAN_GROUPS = 16
+"""At most this many ``+must`` and as many ``-must_not`` terms reach the MATCH expression (the
+ranking pipeline's filter still applies every one, see :mod:`memwell.retrieval.boolean`)."""
+
+MAX_GROUP_TOKENS = 8
+"""A ``+"phrase"`` reaches the MATCH expression with at most this many of its tokens."""
+
 MAX_TRIGRAM_TERM_CHARS = 64
 """Trigram MATCH terms are cut to this many code points: a prefix is still a required substring,
 and FTS5's cost for a phrase grows with its number of trigrams."""
@@ -38,7 +46,9 @@ class FtsQuery(msgspec.Struct, frozen=True):
     ``match`` is a safe FTS5 MATCH expression (``None`` when only substring terms remain).
     ``like_terms`` are patterns for ``text LIKE ? ESCAPE '\\'`` (trigram tokenizer only),
     already escaped and wrapped in ``%``; the backend decides how they combine with ``match``
-    (the reference ANDs them).
+    (the reference ANDs them). ``terms`` are the free-text terms ``match`` ORs (or ANDs);
+    ``must`` and ``must_not`` are the MATCH groups of the query's ``+term`` and ``-term``
+    operators (:mod:`memwell.retrieval.boolean`), ANDed to and excluded from them.
     """
 
     match: str | None
@@ -46,6 +56,8 @@ class FtsQuery(msgspec.Struct, frozen=True):
     terms: tuple[str, ...] = ()
     joiner: str = " OR "
     cjk_prefixes: bool = False
+    must: tuple[str, ...] = ()
+    must_not: tuple[str, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         """Queries are equal when SQLite runs the same thing: ``match`` and ``like_terms``
@@ -60,8 +72,23 @@ class FtsQuery(msgspec.Struct, frozen=True):
     def keeping(self, keep: Collection[str]) -> FtsQuery:
         """The same query with only the MATCH ``terms`` in ``keep`` (all of them if none are)."""
         kept = tuple(t for t in self.terms if t in keep) or self.terms
-        match = self.joiner.join(fts_phrase(t, self.cjk_prefixes) for t in kept) or None
+        should = self.joiner.join(fts_phrase(t, self.cjk_prefixes) for t in kept)
+        match = boolean_match(should, self.must, self.must_not)
         return msgspec.structs.replace(self, match=match, terms=kept)
+
+
+def boolean_match(should: str, must: Sequence[str], must_not: Sequence[str]) -> str | None:
+    """``(should) AND (must...) NOT (must_not OR ...)``; just ``should`` without operators;
+    ``None`` when nothing is required or wanted (FTS5 has no bare NOT)."""
+    if not must and not must_not:
+        return should or None
+    positives = [f"({part})" for part in (should, *must) if part]
+    if not positives:
+        return None
+    expression = " AND ".join(positives)
+    if must_not:
+        expression = f"({expression}) NOT ({' OR '.join(must_not)})"
+    return expression
 
 
 def _searchable(terms: Iterable[str]) -> list[str]:
@@ -136,21 +163,57 @@ def build_fts_query(
         raise ValueError(f"unknown FTS query mode {mode!r}; expected 'or' or 'and'")
     if tokenizer not in _TOKENIZERS:
         raise ValueError(f"unknown FTS tokenizer {tokenizer!r}; expected one of {_TOKENIZERS}")
+    boolean = parse_boolean(query) if ("+" in query or "-" in query) else BooleanTerms()
+    text = without_excluded(query) if boolean.must_not else query
     if tokenizer == "trigram":
-        match_terms, like_terms = _split_trigram(_select(_tokens(query), drop_stopwords))
+        match_terms, like_terms = _split_trigram(_select(_tokens(text), drop_stopwords))
     else:
-        match_terms, like_terms = _select(_word_terms(query), drop_stopwords), []
-    if not match_terms and not like_terms:
-        return None
+        match_terms, like_terms = _select(_word_terms(text), drop_stopwords), []
     prefixes = cjk_prefixes and tokenizer == "unicode61"
-    match = _JOINERS[mode].join(fts_phrase(t, prefixes) for t in match_terms) or None
+    must, must_like = _groups(boolean.must, tokenizer, prefixes)
+    must_not, _ = _groups(boolean.must_not, tokenizer, prefixes, exact=True)
+    like_terms = list(dict.fromkeys([*like_terms, *must_like]))
+    if not match_terms and not like_terms and not must:
+        return None
+    should = _JOINERS[mode].join(fts_phrase(t, prefixes) for t in match_terms)
     return FtsQuery(
-        match=match,
+        match=boolean_match(should, must, must_not),
         like_terms=tuple(map(_like_pattern, like_terms)),
         terms=tuple(match_terms),
         joiner=_JOINERS[mode],
         cjk_prefixes=prefixes,
+        must=must,
+        must_not=must_not,
     )
+
+
+def _groups(
+    groups: Sequence[Sequence[str]], tokenizer: str, prefixes: bool, *, exact: bool = False
+) -> tuple[tuple[str, ...], list[str]]:
+    """The MATCH groups of ``+term`` (or ``-term``) operators, each its phrases ANDed, and the
+    LIKE terms of the trigram tokenizer's short tokens. With ``exact``, a group that MATCH
+    cannot hold whole (a short trigram token) is left out: the ranking filter excludes it."""
+    out: list[str] = []
+    like: list[str] = []
+    for tokens in groups[:MAX_BOOLEAN_GROUPS]:
+        terms = _searchable(
+            t for token in tokens[:MAX_GROUP_TOKENS] for t in _group_terms(token, tokenizer)
+        )
+        if tokenizer == "trigram":
+            short = [t for t in terms if len(t) < TRIGRAM_MIN_CHARS]
+            if short and exact:
+                continue
+            like += short
+            terms = [t[:MAX_TRIGRAM_TERM_CHARS] for t in terms if len(t) >= TRIGRAM_MIN_CHARS]
+        if terms:
+            out.append(" AND ".join(fts_phrase(t, prefixes) for t in dict.fromkeys(terms)))
+    return tuple(dict.fromkeys(out)), like
+
+
+def _group_terms(token: str, tokenizer: str) -> list[str]:
+    if tokenizer == "trigram" or token.isascii():
+        return [token]
+    return split_query_token(token)
 
 
 def bm25_rank_to_score(rank: float) -> float:

@@ -31,6 +31,8 @@ def memwell_search_backends() -> Iterator[SearchBackend]:
         create=_create,
         description="SQLite + FTS5 + sqlite-vec (numpy fallback); the default",
         config_model=BuiltinConfig,
-        capabilities=frozenset({"keyword", "vector", "hybrid", "mmr", "decay", "sessions"}),
+        capabilities=frozenset(
+            {"keyword", "vector", "hybrid", "mmr", "decay", "sessions", "boolean"}
+        ),
         diagnostics=capabilities,
     )
