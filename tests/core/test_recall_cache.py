@@ -10,8 +10,8 @@ import pytest
 from memwell.contract.config import MemwellSettings
 from memwell.contract.embeddings import Matrix, Vector
 from memwell.contract.models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult
-from memwell.recall.manager import NO_EMBEDDER, NO_VERSION, RecallCachedManager, normalise_query
-from memwell.recall.store import estimate_bytes
+from memwell.recall.manager import NO_EMBEDDER, NO_VERSION, RecallCachedManager
+from memwell.recall.store import estimate_bytes, normalise_query
 from memwell.testing import HashEmbeddingProvider
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,7 +34,7 @@ from memwell.contract.models import (
     ReadFileResult,
     RecallCacheStatus,
 )
-from memwell.recall.store import Clock, RecallStore
+from memwell.recall.store import Clock, RecallStore, normalise_query
 from memwell.recall.warmup import HOURS, WarmUp, check_period, period_of, usual_queries
 from memwell.retrieval.boolean import parse_boolean
 from memwell.retrieval.date_match import asks_recent
@@ -54,11 +53,6 @@ NO_VERSION = "the backend reports no content version, so its answers are not cac
 NO_EMBEDDER = "the backend has no query embedder (keyword-only mode or out-of-process embedding)"
 REFRESH_WAIT_SECONDS = 60.0
 """How long :meth:`RecallCachedManager.close` waits for background refreshes."""
-
-
-def normalise_query(query: str) -> str:
-    """The exact tier's key text: Unicode NFKC, whitespace runs collapsed, ends stripped."""
-    return " ".join(unicodedata.normalize("NFKC", query).split())
 
 
 def group_similar(keyed: Sequence[tuple[str, Vector | None]], threshold: float) -> list[list[int]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -291,3 +292,8 @@ class RecallStore:
             self._bytes -= dropped.size
             self._changes += 1
             self.evictions += 1
+
+
+def normalise_query(query: str) -> str:
+    """The exact tier's key text: Unicode NFKC, whitespace runs collapsed, ends stripped."""
+    return " ".join(unicodedata.normalize("NFKC", query).split())

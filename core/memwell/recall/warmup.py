@@ -17,6 +17,7 @@ from typing import Literal, get_args
 import msgspec
 
 from memwell.curation.query_log import AskedQuery
+from memwell.recall.store import normalise_query
 
 Period = Literal["morning", "afternoon", "evening", "night"]
 PERIODS: tuple[str, ...] = get_args(Period)
@@ -62,7 +63,6 @@ class WarmUp(msgspec.Struct, kw_only=True):
 
 def usual_queries(asked: Sequence[AskedQuery], *, limit: int, min_days: int) -> list[UsualQuery]:
     """The ``limit`` most usual queries of ``asked`` (see the module docstring)."""
-    from memwell.recall.manager import normalise_query
 
     wording: dict[str, str] = {}
     days: dict[str, set[str]] = {}

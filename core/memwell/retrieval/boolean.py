@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 import msgspec
 
-from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.keywords import tokenize
 
 _OPERATOR = re.compile(r'(?:^|(?<=\s))([+-])(?:"([^"]+)"|([^\W\d_][^\s]*))')
@@ -84,7 +84,15 @@ def compose_query(
     return " ".join(parts)
 
 
-def apply_boolean(items: Sequence[Candidate], query: str) -> list[Candidate]:
+class _Hit(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+_HitT = TypeVar("_HitT", bound=_Hit)
+
+
+def apply_boolean(items: Sequence[_HitT], query: str) -> list[_HitT]:
     """``items`` without the hits the query's ``+`` / ``-`` terms rule out (order kept)."""
     terms = parse_boolean(query) if ("+" in query or "-" in query) else BooleanTerms()
     if not terms:
