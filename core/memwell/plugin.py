@@ -54,6 +54,7 @@ from .retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_query, 
 from .retrieval.hybrid import clamp01
 from .retrieval.keywords import tokenize
 from .retrieval.limits import enforce_input_limit
+from .retrieval.parsed_query import ParsedQuery
 from .retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from .retrieval.snippets import citations_enabled, format_citation, to_results, truncate_snippet
 from .retrieval.stopwords import ALL_STOPWORDS
@@ -326,6 +327,7 @@ __all__ = [
     "MemoryStatus",
     "MemwellError",
     "MemwellSettings",
+    "ParsedQuery",
     "PathNotAllowedError",
     "PluginError",
     "ProbeResult",

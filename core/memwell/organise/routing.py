@@ -19,6 +19,7 @@ import msgspec
 
 from ..retrieval.candidate import Candidate
 from ..retrieval.decay import VAULT_PREFIX
+from ..retrieval.parsed_query import per_query
 from ..slugs import clean_slug
 from ..sources.discovery import ROOT_MEMORY_FILES
 from .entities import name_runs
@@ -58,6 +59,7 @@ class Route(msgspec.Struct, frozen=True, kw_only=True):
         return {"kinds": list(self.kinds), "entities": list(self.entities)}
 
 
+@per_query
 def route_query(query: str) -> Route:
     """The :class:`Route` of ``query`` by keyword detection (no model needed)."""
     kinds: list[str] = []

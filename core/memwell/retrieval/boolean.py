@@ -18,6 +18,7 @@ import msgspec
 
 from .candidate import Candidate
 from .keywords import tokenize
+from .parsed_query import per_query
 
 _OPERATOR = re.compile(r'(?:^|(?<=\s))([+-])(?:"([^"]+)"|([^\W\d_][^\s]*))')
 
@@ -39,6 +40,7 @@ class BooleanTerms(msgspec.Struct, frozen=True):
         )
 
 
+@per_query
 def parse_boolean(query: str) -> BooleanTerms:
     """The ``+term`` and ``-term`` (or ``+"a phrase"``) operators of ``query``."""
     must: list[tuple[str, ...]] = []

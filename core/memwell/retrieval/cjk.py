@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from memwell.lazy_import import lazy_pattern
 from memwell.retrieval.char_class import CharClass
+from memwell.retrieval.parsed_query import per_query
 
 HAN_CLASS = (
     "\u3005-\u3007"  # 々 〆 〇
@@ -151,6 +152,7 @@ def _run_terms(run: str) -> list[str]:
 _NOT_LETTER = lazy_pattern(r"[\W\d_]+")
 
 
+@per_query
 def _letters(text: str) -> tuple[int, int]:
     """(CJK characters, all letters) of ``text``: digits and punctuation are no letters."""
     cjk = sum(end - start for start, end in CJK_CHARS.runs(text))

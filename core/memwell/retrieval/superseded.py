@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ..lazy_import import lazy_pattern
 from .candidate import Candidate
 from .fts_query import query_terms
+from .parsed_query import per_query
 
 #: Score multiplier of a chunk whose best match is a superseded line.
 SUPERSEDED_FACTOR = 0.75
@@ -29,6 +30,7 @@ _HISTORY = lazy_pattern(
 _TERM = lazy_pattern(r"\w+")
 
 
+@per_query
 def asks_about_history(query: str) -> bool:
     """Whether ``query`` asks about an earlier state ("what port did staging use before?")."""
     return _HISTORY.search(query) is not None
