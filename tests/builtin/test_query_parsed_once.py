@@ -20,7 +20,7 @@ QUERY = "When did Ines Duarte +deploy the staging checklist -friday in May 2024?
 
 FILES = {
     "memory/2024-05-03.md": "# Deploy\n\nInes Duarte will deploy the staging checklist today.\n",
-    "memory/procedures/deploy.md": "# Deploy checklist\n\nRun the staging deploy; never on friday.\n",
+    "memory/procedures/deploy.md": "# Checklist\n\nRun the staging deploy; never on friday.\n",
     "memory/garden.md": "# Garden\n\nTomatoes need watering twice a week in July.\n",
 }
 
