@@ -52,6 +52,7 @@ from memwell.retrieval.fts_query import FtsQuery, bm25_rank_to_score, build_fts_
 from memwell.retrieval.hybrid import clamp01
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.limits import enforce_input_limit
+from memwell.retrieval.parsed_query import ParsedQuery
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
 from memwell.retrieval.snippets import (
     citations_enabled,
@@ -263,6 +264,7 @@ __all__ = [
     "MemoryStatus",
     "MemwellError",
     "MemwellSettings",
+    "ParsedQuery",
     "PathNotAllowedError",
     "PluginError",
     "ProbeResult",

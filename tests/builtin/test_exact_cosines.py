@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from memwell.plugin import ParsedQuery, SearchRequest
 from memwell.testing.conformance import write_workspace
 
 OpenFn = Callable[..., Any]
@@ -16,6 +17,20 @@ FILES = {
     "memory/ferry.md": "# Ferry\n\nThe Zanzibar ferry leaves at dawn from the old harbour.\n",
     "memory/garden.md": "# Garden\n\nTomatoes need watering twice a week in July.\n",
 }
+
+
+def request(memory: Any, query: str, limit: int) -> SearchRequest:
+    """A search of ``query`` in the memory source with no score floor."""
+    hybrid = memory.settings.query.hybrid
+    return SearchRequest(
+        query=ParsedQuery.bound(query, memory.settings.query.max_chars),
+        limit=limit,
+        min_score=0.0,
+        pool=limit * hybrid.candidate_multiplier,
+        sources=frozenset({"memory"}),
+        session_key=None,
+        hybrid=hybrid,
+    )
 
 
 @pytest.fixture
@@ -38,9 +53,7 @@ def test_keyword_hit_outside_the_vector_hits_fuses_with_its_stored_cosine(opened
     vector_hits = [(rows["memory/garden.md"], 0.9)]
 
     def top(**fill: Any) -> list[tuple[str, float]]:
-        hits = opened.searcher.hybrid(
-            store, "Zanzibar", vector_hits, max_results=2, min_score=0.0, sources=["memory"], **fill
-        )
+        hits = opened.searcher.hybrid(store, request(opened, "Zanzibar", 2), vector_hits, **fill)
         return [(c.path, round(c.vector_score, 4)) for c in hits]
 
     # Without the cosine the keyword hit fuses as 0.3 * 1.0 and loses to the vector hit.
@@ -86,11 +99,8 @@ def test_chunks_blend_their_file_mean_vector_cosine(open_ws: OpenFn, tmp_path: P
     first = next(r for cid, _, r in rows if cid == long_ids[0])
     hits = memory.searcher.hybrid(
         store,
-        "qwertyuiop",
+        request(memory, "qwertyuiop", 1),
         [(first, 1.0)],
-        max_results=1,
-        min_score=0.0,
-        sources=["memory"],
         query_vector=query_vector,
         model=model,
     )

@@ -281,9 +281,9 @@ def test_byte_bound(clock: Clock) -> None:
 def test_search_many_batches_the_misses(clock: Clock) -> None:
     backend = Backend()
     memory = cached(backend, clock)
-    memory.search("a")
+    memory.search("a")  # one query is a batch of one: no bounce through the backend's search
     answers = memory.search_many(["a", "b", "", "c"])
-    assert backend.batches == [["b", "c"]]
+    assert backend.batches == [["a"], ["b", "c"]]
     assert [a[0].snippet.split()[0] if a else None for a in answers] == ["a", "b", None, "c"]
 
 

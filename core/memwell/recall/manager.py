@@ -38,6 +38,7 @@ from memwell.recall.store import Clock, RecallStore, normalise_query
 from memwell.recall.warmup import HOURS, WarmUp, check_period, period_of, usual_queries
 from memwell.retrieval.boolean import parse_boolean
 from memwell.retrieval.date_match import asks_recent
+from memwell.retrieval.parsed_query import ParsedQuery
 from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import citations_enabled
 from memwell.util.lazy_import import lazy_logger
@@ -176,13 +177,16 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
     ) -> list[list[MemorySearchResult]]:
         """Answer each query, in order; the backend answers the cache's misses in one batch.
 
-        Each query is cut to ``query.max_chars`` first, as the backend would cut it, so a
-        pasted document is never normalised or embedded whole for the cache's keys. Misses
-        that are near-duplicates of each other (:func:`group_similar`) share one retrieval,
-        as they would share one cache entry searched one at a time.
+        Each query is cut to ``query.max_chars`` first, into the
+        :class:`~memwell.retrieval.parsed_query.ParsedQuery` that travels down to the backend
+        (which does not cut it again), so a pasted document is never normalised or embedded
+        whole for the cache's keys. Misses that are near-duplicates of each other
+        (:func:`group_similar`) share one retrieval, as they would share one cache entry
+        searched one at a time.
         """
         self.open_session(session_key)
-        queries = [bound_query(q, self.settings.query.max_chars) for q in queries]
+        max_chars = self.settings.query.max_chars
+        queries = [ParsedQuery.bound(q, max_chars) for q in queries]
         kwargs: dict[str, Any] = {
             "max_results": max_results,
             "min_score": min_score,
@@ -346,8 +350,6 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         self, queries: list[str], kwargs: dict[str, Any]
     ) -> list[list[MemorySearchResult]]:
         self.backend_searches += len(queries)
-        if len(queries) == 1:
-            return [self._inner.search(queries[0], **kwargs)]
         return protocols.search_many(self._inner, queries, **kwargs)
 
     # -- sessions and warm-up ---------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Protocol, TypeVar
 import msgspec
 
 from memwell.retrieval.keywords import tokenize
+from memwell.retrieval.parsed_query import per_query
 
 _OPERATOR = re.compile(r'(?:^|(?<=\s))([+-])(?:"([^"]+)"|([^\W\d_][^\s]*))')
 
@@ -47,6 +48,7 @@ class BooleanTerms(msgspec.Struct, frozen=True):
         )
 
 
+@per_query
 def parse_boolean(query: str) -> BooleanTerms:
     """The ``+term`` and ``-term`` (or ``+"a phrase"``) operators of ``query``."""
     must: list[tuple[str, ...]] = []

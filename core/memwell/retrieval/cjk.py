@@ -16,6 +16,7 @@ import operator
 from collections.abc import Iterator
 
 from memwell.retrieval.char_class import CharClass
+from memwell.retrieval.parsed_query import per_query
 from memwell.util.lazy_import import lazy_pattern
 
 HAN_CLASS = (
@@ -151,6 +152,7 @@ def _run_terms(run: str) -> list[str]:
 _NOT_LETTER = lazy_pattern(r"[\W\d_]+")
 
 
+@per_query
 def _letters(text: str) -> tuple[int, int]:
     """(CJK characters, all letters) of ``text``: digits and punctuation are no letters."""
     cjk = sum(end - start for start, end in CJK_CHARS.runs(text))

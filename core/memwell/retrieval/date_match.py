@@ -27,6 +27,7 @@ import msgspec
 
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.decay import date_from_path
+from memwell.retrieval.parsed_query import per_query
 from memwell.util.lazy_import import lazy_pattern
 
 DAY_WINDOW = 7
@@ -106,11 +107,16 @@ def _year(text: str | None) -> int | None:
 
 def query_dates(query: str) -> list[DateSpan]:
     """The dates ``query`` names, most specific first; ``[]`` when it names none."""
+    return list(_query_dates(query))
+
+
+@per_query
+def _query_dates(query: str) -> tuple[DateSpan, ...]:
     text = query.lower()
     iso_like = "-" in text and any(c.isdigit() for c in text)
     if not iso_like and not any(stem in text for stem in _MONTH_STEMS):
-        return []
-    return _read_dates(text)
+        return ()
+    return tuple(_read_dates(text))
 
 
 def _read_dates(text: str) -> list[DateSpan]:
@@ -139,6 +145,7 @@ def _read_dates(text: str) -> list[DateSpan]:
     return spans
 
 
+@per_query
 def asks_when(query: str) -> bool:
     """True for a question about a time: it starts with "when" or "how long"."""
     return _ASKS_WHEN.match(query) is not None
@@ -152,6 +159,7 @@ _RECENT = lazy_pattern(
 )
 
 
+@per_query
 def asks_recent(query: str) -> bool:
     """True for a question about recent events ("what happened yesterday", "lately", "this
     week"): the recall cache's temporal tier answers those."""

@@ -17,6 +17,7 @@ from memwell.retrieval.cjk import (
     split_query_token,
 )
 from memwell.retrieval.keywords import TOKEN_RE, tokenize
+from memwell.retrieval.parsed_query import per_query
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 
 MAX_TERMS = 64
@@ -141,6 +142,7 @@ def _like_pattern(term: str) -> str:
     return f"%{escaped}%"
 
 
+@per_query
 def build_fts_query(
     query: str,
     *,
@@ -225,6 +227,7 @@ def bm25_rank_to_score(rank: float) -> float:
     return 1 / (1 + rank)
 
 
+@per_query
 def query_terms(query: str) -> frozenset[str]:
     """The distinct terms of ``query`` that :func:`keyword_boost` compares (CJK as n-grams);
     compute them once per query, not once per candidate."""

@@ -20,6 +20,7 @@ import msgspec
 from memwell.contract.layout import ROOT_MEMORY_FILES, VAULT_PREFIX
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.names import name_runs
+from memwell.retrieval.parsed_query import per_query
 from memwell.util.slug import clean_slug
 
 PROCEDURES_PREFIX = "memory/procedures/"
@@ -57,6 +58,7 @@ class Route(msgspec.Struct, frozen=True, kw_only=True):
         return {"kinds": list(self.kinds), "entities": list(self.entities)}
 
 
+@per_query
 def route_query(query: str) -> Route:
     """The :class:`Route` of ``query`` by keyword detection (no model needed)."""
     kinds: list[str] = []

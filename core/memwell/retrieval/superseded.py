@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.fts_query import query_terms
+from memwell.retrieval.parsed_query import per_query
 from memwell.util.lazy_import import lazy_pattern
 
 #: Score multiplier of a chunk whose best match is a superseded line.
@@ -29,6 +30,7 @@ _HISTORY = lazy_pattern(
 _TERM = lazy_pattern(r"\w+")
 
 
+@per_query
 def asks_about_history(query: str) -> bool:
     """Whether ``query`` asks about an earlier state ("what port did staging use before?")."""
     return _HISTORY.search(query) is not None

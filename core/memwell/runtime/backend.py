@@ -6,9 +6,10 @@ way for every backend:
 - the closed flag (a call after :meth:`~MemoryBackend.close` raises
   :class:`~memwell.contract.errors.BackendUnavailableError`), one sync at a time with no request
   lost (:class:`~memwell.util.sync_gate.SyncGate`) and the last sync error;
-- the search preamble, for one query or a batch: each query cut to ``query.max_chars``, blank
-  queries or unsupported sources give ``[]``, sync on search, the result limit, the score
-  floor and the candidate pool, then citations, added here only;
+- the search preamble, for one query or a batch: each query cut to ``query.max_chars`` once
+  (into a :class:`~memwell.retrieval.parsed_query.ParsedQuery`; one the recall cache made is
+  not cut again), blank queries or unsupported sources give ``[]``, sync on search, the
+  result limit, the score floor and the candidate pool, then citations, added here only;
 - :meth:`~MemoryBackend.read_file` with the core's safe-read rules (session transcripts too,
   when the backend indexes them);
 - the status skeleton (backend, provider, model and search mode actually in use, workspace);
@@ -46,8 +47,8 @@ from memwell.retrieval.calibration import Calibration, calibrate
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown
 from memwell.retrieval.limits import enforce_input_limit
+from memwell.retrieval.parsed_query import ParsedQuery
 from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
-from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.snippets import DEFAULT_SNIPPET_LIMIT, citations_enabled, to_results
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 from memwell.sources.paths import read_memory_file
@@ -77,6 +78,11 @@ CLOSE_WAIT_SECONDS = 600.0
 class SearchRequest(msgspec.Struct, frozen=True):
     """A search after the preamble: a non-blank query and resolved limits.
 
+    ``query`` is a :class:`~memwell.retrieval.parsed_query.ParsedQuery`: the text, cut once to
+    ``query.max_chars``, that keeps its parses, so the parsing functions (``query_terms``,
+    ``build_fts_query``, ``parse_boolean``...) and the ranking stages given ``request.query``
+    parse it once per search. Pass the request, or ``request.query`` itself, down to the
+    code that searches (a copy of the text, ``str(request.query)``, would be parsed anew).
     ``pool`` is how many candidates each retriever should return (``limit`` times the
     candidate multiplier, capped at :data:`MAX_CANDIDATE_POOL`).
     """
@@ -413,7 +419,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
         """:meth:`search` for every query, in order (one :meth:`_search_many` for all)."""
         self.check_open()
         max_chars = self.settings.query.max_chars
-        texts = [bound_query(q, max_chars) if isinstance(q, str) else "" for q in queries]
+        texts = [ParsedQuery.bound(q, max_chars) if isinstance(q, str) else "" for q in queries]
         wanted = self.indexed_sources()
         if sources is not None:
             wanted &= frozenset(sources)

@@ -423,16 +423,13 @@ class SqliteMemoryManager(MemoryBackend):
     def _search_many(self, requests: Sequence[SearchRequest]) -> list[list[Candidate]]:
         """One embedding batch for all queries and one matrix product over the vectors;
         each answer equals the single search's. A failing index is recovered once."""
-        first = requests[0]
-        texts = [request.query for request in requests]
-        sources: list[str] = [s for s in self.settings.sources if s in first.sources]
         try:
-            return self._run_searches(texts, first.limit, first.min_score, sources)
+            return self._run_searches(requests)
         except Exception as exc:
             with self.files.lock:
                 self.files.query_failed(exc)
             self.sync(reason="recover")
-            return self._run_searches(texts, first.limit, first.min_score, sources)
+            return self._run_searches(requests)
 
     def _query_vectors(self, texts: list[str]) -> tuple[Matrix | None, str | None]:
         """The queries' vectors when the index's vectors match the provider, else ``None``
@@ -461,13 +458,7 @@ class SqliteMemoryManager(MemoryBackend):
         return matrix, None
 
     def _hybrid_many(
-        self,
-        store: IndexStore,
-        texts: list[str],
-        matrix: Matrix,
-        limit: int,
-        floor: float,
-        sources: list[str],
+        self, store: IndexStore, requests: Sequence[SearchRequest], matrix: Matrix
     ) -> list[list[Candidate]]:
         meta = self.files.reader_meta or {}
         model = meta.get("model", FTS_ONLY_MODEL)
@@ -477,52 +468,42 @@ class SqliteMemoryManager(MemoryBackend):
             store,
             model,
             matrix[np.asarray(nonzero, dtype=bool)],
-            self.searcher.vector_limit(limit, sources),
+            self.searcher.vector_limit(requests[0]),
             self.generation,
         )
         per_query = iter(hits)
         return [
             self.searcher.hybrid(
                 store,
-                t,
+                request,
                 next(per_query) if has_vector else None,
-                max_results=limit,
-                min_score=floor,
-                sources=sources,
                 calibration=calibration,
                 query_vector=row if has_vector else None,
                 model=model,
             )
-            for t, row, has_vector in zip(texts, matrix, nonzero, strict=True)
+            for request, row, has_vector in zip(requests, matrix, nonzero, strict=True)
         ]
 
-    def _run_searches(
-        self, texts: list[str], limit: int, floor: float, sources: list[str]
-    ) -> list[list[Candidate]]:
-        matrix, reason = self._query_vectors(texts)
-        found: list[list[Candidate]] = [[] for _ in texts]
+    def _run_searches(self, requests: Sequence[SearchRequest]) -> list[list[Candidate]]:
+        matrix, reason = self._query_vectors([request.query for request in requests])
+        found: list[list[Candidate]] = [[] for _ in requests]
         mode: SearchMode = "fts-only"
         with self.files.lock:
             store = self.files.reader_store()
             if store is not None and matrix is not None:
                 with store.one_snapshot():
-                    found = self._hybrid_many(store, texts, matrix, limit, floor, sources)
+                    found = self._hybrid_many(store, requests, matrix)
                 mode = "hybrid" if store.fts_available else "vector-only"
             elif store is not None and store.fts_available:
                 with store.one_snapshot():
-                    found = [
-                        self.searcher.keyword_only(
-                            store, t, max_results=limit, min_score=floor, sources=sources
-                        )
-                        for t in texts
-                    ]
+                    found = [self.searcher.keyword_only(store, r) for r in requests]
             if store is not None and store.fts_error and store.fts_error.startswith(FTS_DAMAGED):
                 self._background_sync("fts-repair", force=True)  # a new generation, fresh FTS
             if store is None or not store.fts_available:
                 reason = _no_keyword_index(store, self.last_sync_error)
                 if mode != "vector-only":
                     mode = "file-scan"
-                    found, incomplete = self._file_scan(texts, limit, floor, sources)
+                    found, incomplete = self._file_scan(requests)
                     if incomplete:
                         reason += f"; scan incomplete: {', '.join(incomplete)}"
         self.last_degradation = (
@@ -531,14 +512,12 @@ class SqliteMemoryManager(MemoryBackend):
         return found
 
     def _file_scan(
-        self, texts: list[str], limit: int, floor: float, sources: list[str]
+        self, requests: Sequence[SearchRequest]
     ) -> tuple[list[list[Candidate]], list[str]]:
         found: list[list[Candidate]] = []
         incomplete: dict[str, None] = {}
-        for text in texts:
-            cands, outcome = self.searcher.file_scan(
-                text, max_results=limit, min_score=floor, sources=sources
-            )
+        for request in requests:
+            cands, outcome = self.searcher.file_scan(request)
             found.append(cands)
             incomplete.update(dict.fromkeys(outcome.incomplete))
         return found, list(incomplete)

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from memwell.plugin import (
     Calibration,
     Candidate,
+    FtsQuery,
     MemwellSettings,
     ScanOutcome,
+    SearchRequest,
     blend_file_similarity,
     build_fts_query,
     extract_keywords,
@@ -36,11 +38,6 @@ else:
 
 #: At most this many keywords are searched one by one (keyword-only mode's second try).
 MAX_KEYWORD_SEARCHES = 16
-
-
-def candidate_count(max_results: int, multiplier: int) -> int:
-    """How many candidates each retriever fetches before fusion (24 by default)."""
-    return min(200, max(1, max_results * multiplier))
 
 
 def _rescale_bm25(keyword: Sequence[Candidate]) -> None:
@@ -93,12 +90,22 @@ class Searcher:
         except OSError:
             return None
 
+    def sources(self, request: SearchRequest) -> list[str]:
+        """The sources ``request`` searches, in the order of ``settings.sources``."""
+        return [s for s in self.settings.sources if s in request.sources]
+
+    @staticmethod
+    def _fts(store: IndexStore, query: str) -> FtsQuery | None:
+        """The query's FTS5 query for ``store`` (one parse per search: ``query`` is the
+        request's :class:`~memwell.plugin.ParsedQuery`)."""
+        return build_fts_query(
+            query, tokenizer=store.tokenizer, mode="or", cjk_prefixes=store.cjk_prefixes
+        )
+
     def keyword(
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
     ) -> list[Candidate]:
-        fts = build_fts_query(
-            query, tokenizer=store.tokenizer, mode="or", cjk_prefixes=store.cjk_prefixes
-        )
+        fts = self._fts(store, query)
         if fts is None:
             return []
         if len(fts.terms) > 1 and not fts.like_terms:
@@ -113,23 +120,13 @@ class Searcher:
         filtered = not set(sources) >= set(self.settings.sources)
         return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
 
-    def keyword_only(
-        self,
-        store: IndexStore,
-        query: str,
-        *,
-        max_results: int,
-        min_score: float,
-        sources: Sequence[str],
-    ) -> list[Candidate]:
+    def keyword_only(self, store: IndexStore, request: SearchRequest) -> list[Candidate]:
         """FTS-only mode: BM25 plus the reference's boosts; relaxed floor 0."""
-        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
+        query, limit, sources = request.query, request.pool, self.sources(request)
         hits = self.keyword(store, query, limit, sources) or self._each_keyword(
             store, query, limit, sources
         )
-        return self._rank_keyword_only(
-            hits, query, min_score, max_results, absent=_cjk_terms_in_no_chunk(store)
-        )
+        return self._rank_keyword_only(hits, request, absent=_cjk_terms_in_no_chunk(store))
 
     def _each_keyword(
         self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
@@ -148,48 +145,41 @@ class Searcher:
     def _rank_keyword_only(
         self,
         hits: Sequence[Candidate],
-        query: str,
-        min_score: float,
-        max_results: int,
+        request: SearchRequest,
         absent: Callable[[frozenset[str]], list[str]] | None = None,
     ) -> list[Candidate]:
         return rank_keyword_only(
             hits,
-            query,
-            self.settings.query.hybrid,
-            min_score=min_score,
-            max_results=max_results,
+            request.query,
+            request.hybrid,
+            min_score=request.min_score,
+            max_results=request.limit,
             mtime_of=self._mtime,
             absent=absent,
         )
 
-    def file_scan(
-        self, query: str, *, max_results: int, min_score: float, sources: Sequence[str]
-    ) -> tuple[list[Candidate], ScanOutcome]:
+    def file_scan(self, request: SearchRequest) -> tuple[list[Candidate], ScanOutcome]:
         """File-scan mode: the Markdown files scanned directly, ranked like keyword-only hits.
 
         Only the ``memory`` source is scanned (session transcripts need the index).
         """
-        if "memory" not in sources:
+        if "memory" not in request.sources:
             return [], ScanOutcome([], 0, ["session transcripts are not scanned"])
-        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
         chunking = self.settings.chunking
         outcome = file_scan_search(
             self.workspace,
-            query,
-            limit=limit,
+            request.query,
+            limit=request.pool,
             extra_paths=self.settings.extra_paths,
             tokens=chunking.tokens,
             overlap=chunking.overlap,
         )
-        ranked = self._rank_keyword_only(outcome.candidates, query, min_score, max_results)
-        return ranked, outcome
+        return self._rank_keyword_only(outcome.candidates, request), outcome
 
-    def vector_limit(self, max_results: int, sources: Sequence[str]) -> int:
+    def vector_limit(self, request: SearchRequest) -> int:
         """How many nearest chunks :meth:`hybrid` needs from the vector index."""
-        limit = candidate_count(max_results, self.settings.query.hybrid.candidate_multiplier)
-        filtered = not set(sources) >= set(self.settings.sources)
-        return limit * 2 if filtered else limit
+        filtered = not request.sources >= set(self.settings.sources)
+        return request.pool * 2 if filtered else request.pool
 
     def vector(
         self,
@@ -242,7 +232,7 @@ class Searcher:
             return
         if store.tokenizer != "unicode61":
             return
-        fts = build_fts_query(query, tokenizer=store.tokenizer, cjk_prefixes=store.cjk_prefixes)
+        fts = self._fts(store, query)
         if fts is None:
             return
         total = store.chunk_total()
@@ -269,12 +259,9 @@ class Searcher:
     def hybrid(
         self,
         store: IndexStore,
-        query: str,
+        request: SearchRequest,
         vector_hits: Sequence[tuple[int, float]] | None,
         *,
-        max_results: int,
-        min_score: float,
-        sources: Sequence[str],
         calibration: Calibration | None = None,
         query_vector: Vector | None = None,
         model: str | None = None,
@@ -287,8 +274,8 @@ class Searcher:
         fuse with their exact cosine (:meth:`exact_cosines`) and, with ``file_weight``, every
         cosine is blended with its file's (:meth:`with_file_similarity`).
         """
-        cfg = self.settings.query.hybrid
-        limit = candidate_count(max_results, cfg.candidate_multiplier)
+        cfg, query, limit = request.hybrid, request.query, request.pool
+        sources = self.sources(request)
         use_fts = cfg.enabled and store.fts_available
         keyword = self.keyword(store, query, limit, sources) if use_fts else []
         _rescale_bm25(keyword)
@@ -303,13 +290,13 @@ class Searcher:
             if calibration is not None:
                 for cand in vector:
                     cand.score = calibration.score(cand.score)
-            return [c for c in vector if c.score >= min_score][:max_results]
+            return [c for c in vector if c.score >= request.min_score][: request.limit]
         return fuse_hybrid(
             vector,
             keyword,
             cfg,
-            min_score=min_score,
-            max_results=max_results,
+            min_score=request.min_score,
+            max_results=request.limit,
             mtime_of=self._mtime,
             calibration=calibration,
             query=query,

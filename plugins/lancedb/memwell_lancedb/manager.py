@@ -106,13 +106,7 @@ class LanceMemoryManager(MemoryBackend):
             except ProviderError as exc:
                 self.last_search_error = f"query embedding failed: {exc}"
                 log.warning("memwell lancedb: %s; keyword results only", self.last_search_error)
-        return self.index.search(
-            request.query,
-            query_vector,
-            max_results=request.limit,
-            min_score=request.min_score,
-            sources=[s for s in self.settings.sources if s in request.sources],
-        )
+        return self.index.search(request, query_vector)
 
     def content_version(self) -> str:
         """The versions of the chunks and files tables (a commit from any process moves them)

@@ -13,6 +13,7 @@ from lancedb.query import MatchQuery  # type: ignore[import-untyped,unused-ignor
 from memwell.plugin import (
     CJK_CLASS,
     Candidate,
+    SearchRequest,
     Vector,
     clamp01,
     fuse_hybrid,
@@ -39,11 +40,6 @@ def keyword_terms(query: str) -> list[str]:
     """Full-text terms: the words outside CJK runs plus the runs' bigrams (see ``cjk``)."""
     words = _WORD.findall(_CJK_RUN.sub(" ", query))
     return [*words, *segment_query_terms(query)]
-
-
-def candidate_count(max_results: int, multiplier: int) -> int:
-    """Candidates each retriever fetches before fusion (24 by default, as the reference)."""
-    return min(200, max(1, max_results * multiplier))
 
 
 class IndexSearching(IndexTables):
@@ -127,25 +123,19 @@ class IndexSearching(IndexTables):
             query=query,
         )
 
-    def search(
-        self,
-        query: str,
-        query_vector: Vector | None,
-        *,
-        max_results: int,
-        min_score: float,
-        sources: Sequence[str],
-    ) -> list[Candidate]:
+    def search(self, request: SearchRequest, query_vector: Vector | None) -> list[Candidate]:
         """Keyword and vector candidates, fused, decayed, diversified and filtered.
 
         Without a query vector this is keyword-only search: BM25 scores, and when nothing
-        reaches ``min_score`` the best hits are returned anyway (the reference's floor 0).
+        reaches ``request.min_score`` the best hits are returned anyway (the reference's
+        floor 0).
         """
+        sources = [s for s in self.settings.sources if s in request.sources]
         table = self.db.open(self.chunks_name)
         if table is None or not sources:
             return []
-        cfg = self.settings.query.hybrid
-        limit = candidate_count(max_results, cfg.candidate_multiplier)
+        cfg, query, limit = request.hybrid, request.query, request.pool
+        max_results, min_score = request.limit, request.min_score
         if query_vector is None:
             ranked = self._rank(self.keyword(table, query, limit, sources), query)
             return keyword_floor(ranked, min_score, max_results)
