@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from conftest import OpenFn
-from memwell.recall.manager import unwrap
 from memwell.retrieval import parsed_query
 from memwell.retrieval.parsed_query import ParsedQuery
+from memwell.runtime.fallback import unwrap
 from memwell.testing.conformance import write_workspace
 
 QUERY = "When did Ines Duarte +deploy the staging checklist -friday in May 2024?"
