@@ -65,6 +65,7 @@ from psycopg import sql  # noqa: E402
 DIMS = 128
 MODEL = "random:unit-128"
 LIMIT = 40
+EF_SEARCH = 100
 CHUNKS_PER_FILE = 12
 BATCH_FILES = 100
 SCIFACT = HERE.parent.parent / "shared" / "data" / "beir-scifact"
@@ -218,7 +219,9 @@ def previous_search(conn: Conn, store: Store, terms: QueryTerms | None, qvec: np
         namespaces=store.t("namespaces"),
         generations=store.t("generations"),
     )
-    row = conn.execute(stats, {"ef": "100", "lexemes": lexemes, "ns": store.namespace}).fetchone()
+    row = conn.execute(
+        stats, {"ef": str(EF_SEARCH), "lexemes": lexemes, "ns": store.namespace}
+    ).fetchone()
     assert row is not None
     _, generation, chunks, tokens, dfs = row
     present = [(t, int(df)) for t, df in zip(lexemes, dfs or [], strict=True) if df]
@@ -312,7 +315,7 @@ def round_of(
         for i in range(per_client):
             terms, qvec = queries[(offset * per_client + i) % len(queries)]
             t0 = time.perf_counter()
-            with db.connection() as conn:
+            with db.connection(ef_search=EF_SEARCH) as conn:
                 search(conn, store, terms, qvec)
                 pid = conn.info.backend_pid
             mine.append((time.perf_counter() - t0) * 1000)
@@ -362,6 +365,9 @@ def run(args: argparse.Namespace, dsn: str, chunks: int) -> None:
         words, probs = vocabulary(args.dataset)
         seconds = load(db, store, chunks, words, probs)
         print(f"loaded in {seconds:.0f} s ({chunks / seconds:.0f} chunks/s, load {_load_avg()})")
+    if args.load_only:
+        db.close()
+        return
     rng = np.random.default_rng(23)
     texts = claims(args.dataset)
     queries = [
@@ -398,11 +404,19 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=25, help="queries per client per round")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--rebuild", action="store_true", help="load even if already there")
+    parser.add_argument("--load-only", action="store_true", help="load, do not search")
     parser.add_argument("--no-previous", action="store_true", help="the new statement only")
     parser.add_argument("--maintenance-work-mem", default="2GB")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=Path("/tmp/memwell-bench-pg"),
+        help="the started server's data directory, kept for the next run (loads are reused)",
+    )
+    parser.add_argument("--shared-buffers", default="2GB", help="the started server's setting")
     args = parser.parse_args()
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    with server_dsn(args.dsn) as dsn:
+    with server_dsn(args.dsn, args.keep, f"shared_buffers={args.shared_buffers}") as dsn:
         for chunks in args.chunks or [100_000]:
             run(args, dsn, chunks)
 

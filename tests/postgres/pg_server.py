@@ -64,11 +64,19 @@ def server_binaries() -> Path:
 
 
 class PgServer:
-    """One disposable server: ``start()``, ``stop()``, ``dsn``; ``stop`` + ``start`` restarts."""
+    """One server: ``start()``, ``stop()``, ``dsn``; ``stop`` + ``start`` restarts.
 
-    def __init__(self) -> None:
+    By default disposable (a fresh temporary directory); given ``root``, it keeps its data
+    there and a later ``PgServer(root)`` starts on the same data (benchmarks reuse loads).
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
         self.bin = server_binaries()
-        self.root = Path(tempfile.mkdtemp(prefix="memwell-pg-"))
+        fresh = root is None or not (root / "data" / "PG_VERSION").exists()
+        if root is None:
+            root = Path(tempfile.mkdtemp(prefix="memwell-pg-"))
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root
         self.root.chmod(0o755)
         self.data = self.root / "data"
         self.log = self.root / "server.log"
@@ -79,9 +87,11 @@ class PgServer:
             if os.geteuid() == 0:
                 self.user = _ensure_user()
                 self.bin = self._copy_binaries()
-            self._initdb()
+            if fresh:
+                self._initdb()
         except BaseException:
-            shutil.rmtree(self.root, ignore_errors=True)
+            if fresh:
+                shutil.rmtree(self.root, ignore_errors=True)
             raise
 
     def _copy_binaries(self) -> Path:
@@ -89,10 +99,12 @@ class PgServer:
         so the unprivileged user can run it wherever the venv lives (a 0700 checkout too)."""
         package = self.bin.parent.parent
         target = self.root / "pkg" / package.name
-        shutil.copytree(self.bin.parent, target / self.bin.parent.name, symlinks=True)
+        shutil.copytree(
+            self.bin.parent, target / self.bin.parent.name, symlinks=True, dirs_exist_ok=True
+        )
         libs = package.parent / f"{package.name}.libs"
         if libs.is_dir():
-            shutil.copytree(libs, target.parent / libs.name, symlinks=True)
+            shutil.copytree(libs, target.parent / libs.name, symlinks=True, dirs_exist_ok=True)
         return target / self.bin.parent.name / "bin"
 
     def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -132,11 +144,12 @@ class PgServer:
             "--locale=C",
         )
 
-    def start(self) -> None:
+    def start(self, *settings: str) -> None:
+        """Start the server; ``settings`` are extra ``name=value`` server settings."""
         options = (
             f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
+        ) + "".join(f" -c {s}" for s in settings)
         self._run(
             "pg_ctl",
             "-D",
@@ -162,14 +175,19 @@ class PgServer:
 
 
 @contextlib.contextmanager
-def server_dsn(dsn: str | None) -> Iterator[str]:
-    """``dsn`` itself if given, else a disposable server's (destroyed on exit); for benchmarks."""
+def server_dsn(dsn: str | None, keep: Path | None = None, *settings: str) -> Iterator[str]:
+    """For benchmarks: ``dsn`` itself if given, else a server's (with extra ``settings``),
+    disposable (destroyed on exit) or, with ``keep``, one whose data stays in that
+    directory for the next run."""
     if dsn is not None:
         yield dsn
         return
-    server = PgServer()
+    server = PgServer(keep)
     try:
-        server.start()
+        server.start(*settings)
         yield server.dsn
     finally:
-        server.destroy()
+        if keep is None:
+            server.destroy()
+        else:
+            server.stop()

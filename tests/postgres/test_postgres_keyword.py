@@ -110,20 +110,20 @@ def _assert_exact(got: list[tuple[int, float]], every: list[tuple[int, float]], 
 
 
 @pytest.fixture
-def seed_blocks(monkeypatch: pytest.MonkeyPatch) -> Any:
+def seed_postings(monkeypatch: pytest.MonkeyPatch) -> Any:
     def set_seed(value: int) -> None:
-        monkeypatch.setattr(search, "SEED_BLOCKS", value)
+        monkeypatch.setattr(search, "SEED_POSTINGS", value)
         search.statement.cache_clear()
 
     yield set_seed
     search.statement.cache_clear()
 
 
-@pytest.mark.parametrize("seed", [1, 3, 32])
+@pytest.mark.parametrize("seed", [1, 30, 500])
 def test_keyword_top_k_is_exactly_bm25(
-    seed: int, seed_blocks: Any, build: Build, tmp_path: Path, pg_server: Any
+    seed: int, seed_postings: Any, build: Build, tmp_path: Path, pg_server: Any
 ) -> None:
-    seed_blocks(seed)
+    seed_postings(seed)
     ws = write_workspace(tmp_path / "ws", _corpus(7))
     memory = build(ws, provider="none", chunking={"tokens": 24, "overlap": 0})
     memory.sync()

@@ -5,18 +5,15 @@ generation's postings (:mod:`.postings`); document frequencies come from ``term_
 kept by the writers. Terms found in more than half of the chunks are dropped when a rarer
 one exists, as the builtin backend does (their IDF is zero there).
 
-The keyword part is exact and pruned (block-max with MaxScore's essential terms): each block
-of chunk ids has, per term, an upper bound of that term's contribution, and their sum bounds
-every chunk of the block. The :data:`SEED_BLOCKS` blocks with the highest bounds are scored
-first; the ``limit``-th best score among them, ``theta``, is at most the true ``limit``-th
-best. Then a chunk can rank among the best ``limit`` only if its block's bound reaches
-``theta`` and it holds an *essential* term: the terms of smallest bounds whose bounds add up
-to less than ``theta`` (the *optional* ones) cannot lift a chunk there alone. Candidates are
-the postings of the essential terms in those blocks, scored on those terms; the
-``limit``-th best of these partial scores is a second floor (a full score is never lower),
-and the optional terms' postings are looked up only for candidates whose partial score
-plus the optional terms' bounds reaches it. The result is exactly BM25's best
-``limit`` (ties by chunk id).
+The keyword part is exact and pruned (MaxScore over term bounds): each term's contribution
+is at most ``idf * (k1 + 1)``. The postings of the rarest terms (:data:`SEED_POSTINGS`) give
+seed chunks whose full scores set ``theta``, at most the true ``limit``-th best. The terms
+of smallest bounds adding up to less than ``theta`` (the *optional* ones) cannot lift a chunk
+there alone, so candidates are the postings of the other (*essential*) terms, scored on
+them; the ``limit``-th best partial score is a second floor, and the optional terms'
+postings are looked up only for candidates whose partial score plus the optional bounds
+reaches it. The result is exactly BM25's best ``limit`` (ties by chunk id). (The per-block
+bounds of :mod:`.postings` are still maintained but no longer read here.)
 
 Vector relevance is the cosine similarity, exact below ``exact_search_below`` chunks, else
 through the generation's HNSW index; keyword candidates also carry their exact cosine, so
@@ -40,14 +37,13 @@ from psycopg import sql
 
 from .db import Conn
 from .lexemes import QueryTerms
-from .postings import BLOCK_SIZE
 from .schema import generation_filter, vector_expr, vector_filter
 from .store import SOURCE, Store
 
 K1 = 1.2
 B = 0.75
-SEED_BLOCKS = 32
-"""Blocks scored first to find ``theta`` (any number is exact; more costs more up front)."""
+SEED_POSTINGS = 500
+"""Postings of the rarest terms scored first to find ``theta`` (any number is exact)."""
 ATTEMPTS = 3
 
 
@@ -70,50 +66,38 @@ q AS (
     FROM unnest(%(lexemes)s::text[]) AS t(lexeme)
     LEFT JOIN {term_stats} s ON {gen_s} AND s.lexeme = t.lexeme
 ),
-t AS (
-    SELECT q.lexeme, greatest(ln((g.n - q.df + 0.5) / (q.df + 0.5)), 1e-6) AS idf
+t AS MATERIALIZED (
+    SELECT q.lexeme, q.df, greatest(ln((g.n - q.df + 0.5) / (q.df + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN g
     WHERE q.df > 0 AND (q.df <= floor(g.n / 2)
           OR NOT EXISTS (SELECT 1 FROM q r WHERE r.df > 0 AND r.df <= floor(g.n / 2)))
 ),
-tb AS (
-    SELECT b.lexeme, b.block, {block_bound} AS bound
-    FROM t JOIN {blocks} b ON {gen_b} AND b.lexeme = t.lexeme CROSS JOIN g
-),
-bb AS (SELECT block, sum(bound) AS ub FROM tb GROUP BY block),
-seed AS (SELECT block FROM bb ORDER BY ub DESC, block LIMIT {seed}),
-seed_top AS (
+seed AS (
     SELECT p.chunk_id, sum({score}) AS s
-    FROM seed CROSS JOIN t CROSS JOIN g CROSS JOIN LATERAL (
-        SELECT p.chunk_id, p.tf, p.len FROM {postings} p WHERE {gen_p} AND p.lexeme = t.lexeme
-           AND p.chunk_id BETWEEN seed.block * {size} AND seed.block * {size} + {last}
-        OFFSET 0
-    ) p
-    GROUP BY p.chunk_id ORDER BY s DESC LIMIT %(limit)s
+    FROM (SELECT lexeme, idf FROM (
+              SELECT lexeme, idf, sum(df) OVER (ORDER BY df, lexeme) - df AS before FROM t
+          ) r WHERE before < {seed}) t
+    CROSS JOIN g JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme
+    GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT %(limit)s
 ),
-theta AS (
-    SELECT CASE WHEN count(*) >= %(limit)s THEN min(s) * (1 - 1e-9) ELSE 0 END AS v
-    FROM seed_top
+theta AS MATERIALIZED (
+    SELECT CASE WHEN count(*) >= %(limit)s THEN min(f.s) * (1 - 1e-9) ELSE 0 END AS v
+    FROM (
+        SELECT sum({score}) AS s FROM seed CROSS JOIN t CROSS JOIN g
+        JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme AND p.chunk_id = seed.chunk_id
+        GROUP BY seed.chunk_id
+    ) f
 ),
 ess AS MATERIALIZED (
-    SELECT lexeme, sum(bound) OVER (ORDER BY bound, lexeme) < theta.v AS optional
-    FROM (SELECT lexeme, max(bound) AS bound FROM tb GROUP BY lexeme) gb CROSS JOIN theta
+    SELECT t.lexeme, t.idf, sum(t.idf * {top}) OVER (ORDER BY t.idf, t.lexeme) < theta.v
+           AS optional, t.idf * {top} AS bound
+    FROM t CROSS JOIN theta
 ),
-rest AS MATERIALIZED (
-    SELECT coalesce(sum(gb.bound), 0) AS bound
-    FROM (SELECT lexeme, max(bound) AS bound FROM tb GROUP BY lexeme) gb
-    JOIN ess USING (lexeme) WHERE ess.optional
-),
+rest AS MATERIALIZED (SELECT coalesce(sum(bound), 0) AS bound FROM ess WHERE optional),
 cand AS MATERIALIZED (
     SELECT p.chunk_id, sum({score}) AS s
-    FROM ess JOIN t USING (lexeme) CROSS JOIN g
-    JOIN tb USING (lexeme) JOIN bb USING (block) CROSS JOIN theta
-    CROSS JOIN LATERAL (
-        SELECT p.chunk_id, p.tf, p.len FROM {postings} p WHERE {gen_p} AND p.lexeme = t.lexeme
-           AND p.chunk_id BETWEEN tb.block * {size} AND tb.block * {size} + {last}
-        OFFSET 0
-    ) p
-    WHERE NOT ess.optional AND bb.ub >= theta.v
+    FROM ess t CROSS JOIN g JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme
+    WHERE NOT t.optional
     GROUP BY p.chunk_id
 ),
 floor AS MATERIALIZED (
@@ -123,9 +107,9 @@ floor AS MATERIALIZED (
 ),
 kw AS (
     SELECT cand.chunk_id AS id, cand.s + coalesce((
-        SELECT sum({score}) FROM ess JOIN t USING (lexeme) CROSS JOIN g
+        SELECT sum({score}) FROM ess t CROSS JOIN g
         JOIN {postings} p ON {gen_p} AND p.lexeme = t.lexeme AND p.chunk_id = cand.chunk_id
-        WHERE ess.optional), 0) AS score
+        WHERE t.optional), 0) AS score
     FROM cand CROSS JOIN rest CROSS JOIN floor
     WHERE cand.s + rest.bound >= floor.v
     ORDER BY score DESC, id LIMIT %(limit)s
@@ -193,10 +177,8 @@ def statement(
                 gen_s=generation_filter(store.namespace, generation, "s"),
                 gen_b=generation_filter(store.namespace, generation, "b"),
                 gen_p=generation_filter(store.namespace, generation, "p"),
-                seed=sql.Literal(SEED_BLOCKS),
-                size=sql.Literal(BLOCK_SIZE),
-                last=sql.Literal(BLOCK_SIZE - 1),
-                block_bound=sql.SQL(_bm25("b.max_tf", "b.min_len")),
+                seed=sql.Literal(SEED_POSTINGS),
+                top=sql.Literal(K1 + 1),
                 score=sql.SQL(_bm25("p.tf", "p.len")),
             )
         )
