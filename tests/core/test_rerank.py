@@ -153,3 +153,15 @@ def test_open_memory_puts_the_configured_reranker_in_front_of_the_backend(
             open_memory(workspace, settings=unknown, registry=registry)
     finally:
         close_all()
+
+
+def test_a_weight_blends_the_rerankers_score_with_the_backends_and_keeps_its_floor() -> None:
+    manager, inner = reranking(WordOverlap(), weight=0.5)
+    found = manager.search("when does the release ship", max_results=3, min_score=0.3)
+    # a: 0.5 x 0 + 0.5 x 0.9; b: 0.5 x 0.4 + 0.5 x 0.6; c: 0.5 x 0.2 + 0.5 x 0.5
+    assert [(h.path, round(h.score, 3)) for h in found] == [
+        ("b.md", 0.5),
+        ("a.md", 0.45),
+        ("c.md", 0.35),
+    ]
+    assert inner.asked["min_score"] == 0.3, "the backend's floor picks the candidates"

@@ -144,3 +144,53 @@ def test_cross_encoder_without_a_local_model_is_unavailable(tmp_path: Path) -> N
     settings = MemwellSettings.model_validate({"rerank": {"provider": "cross-encoder"}})
     with pytest.raises(ProviderUnavailableError, match=r"cross-encoder reranker: .*offline"):
         open_reranker(settings, local_registry(), tmp_path)
+
+
+def test_late_interaction_ranks_by_maxsim_over_the_bundled_minilm(tmp_path: Path) -> None:
+    from memwell_local.late_interaction import maxsim
+
+    settings = MemwellSettings.model_validate({"rerank": {"provider": "late-interaction"}})
+    reranker = open_reranker(settings, local_registry(), tmp_path)
+    assert reranker.model == "all-MiniLM-L6-v2"
+    scores = reranker.rerank("when does the release ship", DOCS)
+    assert scores.index(max(scores)) == 0 and scores[1] == min(scores)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    encoder = reranker.encoder  # type: ignore[attr-defined]
+    query, doc = encoder.token_vectors(["when does the release ship", DOCS[0]])
+    assert scores[0] == pytest.approx(maxsim(query, doc), abs=1e-3)  # the cache keeps float16
+    cached = reranker.cache.size  # type: ignore[attr-defined]
+    assert cached > 0
+    again = reranker.rerank("when does the release ship", DOCS)
+    assert again == pytest.approx(scores, abs=1e-6)
+    assert reranker.cache.size == cached, "the documents' token vectors came from the cache"  # type: ignore[attr-defined]
+
+
+def test_late_interaction_cache_drops_the_least_recently_used() -> None:
+    import numpy as np
+    from memwell_local.late_interaction import TokenCache
+
+    cache = TokenCache(budget_bytes=2 * 4 * 384 * 2)  # two 4-token float16 matrices
+    rows = {t: np.full((4, 384), i, dtype=np.float16) for i, t in enumerate("abc")}
+    cache.put("a", rows["a"])
+    cache.put("b", rows["b"])
+    assert cache.get("a") is not None  # "b" is now the least recently used
+    cache.put("c", rows["c"])
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
+    assert cache.size == 2 * rows["a"].nbytes
+    cache.put("big", np.zeros((100, 384), dtype=np.float16))
+    assert cache.get("big") is None, "a matrix over the whole budget is not cached"
+
+
+def test_late_interaction_needs_a_bert_the_numpy_encoder_runs(tmp_path: Path) -> None:
+    model = tmp_path / "not-bert"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "t5"}), encoding="utf-8")
+    (model / "modules.json").write_text("[]", encoding="utf-8")
+    settings = MemwellSettings.model_validate(
+        {
+            "rerank": {"provider": "late-interaction"},
+            "providers": {"late-interaction": {"model_path": str(model)}},
+        }
+    )
+    with pytest.raises(ProviderUnavailableError, match=r"late-interaction reranker: .*not a BERT"):
+        open_reranker(settings, local_registry(), tmp_path)

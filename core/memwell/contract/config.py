@@ -235,6 +235,9 @@ class RerankSettings(_Strict):
     provider: str = "none"
     model: str = ""
     candidates: Annotated[int, msgspec.Meta(ge=1, le=200)] = 20
+    #: Share of a reranked hit's score that is the reranker's; the rest is the backend's
+    #: (calibrated) score. 1 ranks by the reranker alone.
+    weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 1.0
 
 
 class SessionSaveSettings(_Strict):

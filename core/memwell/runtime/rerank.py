@@ -3,9 +3,12 @@
 ``[rerank] provider`` names a reranker from the ``memwell_rerankers`` hook (``"none"``, the
 default, turns the stage off). :class:`RerankingManager` asks the backend for
 ``[rerank] candidates`` hits without a floor, lets the reranker score each (query, chunk text)
-pair in [0, 1], and returns the hits in the reranker's order with its scores, floored by
-``min_score`` and cut to ``max_results``. A reranker that fails is logged and the backend's
-own ranking is served, with a warning on stderr and the reason in
+pair in [0, 1], and returns the hits in the order of their new scores, floored by
+``min_score`` and cut to ``max_results``. A hit's new score is ``weight`` times the
+reranker's plus ``1 - weight`` times the backend's (``[rerank] weight``; 1, the default, is
+the reranker's alone). Below 1 the backend's own floor (its coverage-weighed evidence) picks
+the candidates and the reranker only reorders them. A reranker that fails is logged and the
+backend's own ranking is served, with a warning on stderr and the reason in
 :attr:`RerankingManager.last_error`.
 """
 
@@ -88,10 +91,11 @@ class RerankingManager(DelegatingManager):
     ) -> list[MemorySearchResult]:
         limit = max_results if max_results is not None else self.settings.query.max_results
         floor = min_score if min_score is not None else self.settings.query.min_score
+        weight = self.settings.rerank.weight
         hits = self._inner.search(
             query,
             max_results=max(limit, self.settings.rerank.candidates),
-            min_score=0.0,
+            min_score=floor if weight < 1 else 0.0,
             session_key=session_key,
             sources=sources,
         )
@@ -107,8 +111,12 @@ class RerankingManager(DelegatingManager):
             return [hit for hit in hits if hit.score >= floor][:limit]
         self.last_error = None
         rescored = [
-            hit.model_copy(update={"score": min(1.0, max(0.0, float(score)))})
+            hit.model_copy(
+                update={
+                    "score": weight * min(1.0, max(0.0, float(score))) + (1 - weight) * hit.score
+                }
+            )
             for hit, score in zip(hits, scores, strict=True)
         ]
         rescored.sort(key=lambda hit: hit.score, reverse=True)
-        return [hit for hit in rescored if hit.score >= floor][:limit]
+        return [hit for hit in rescored if weight < 1 or hit.score >= floor][:limit]

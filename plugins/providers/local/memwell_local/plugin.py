@@ -13,6 +13,7 @@ from memwell.plugin import (
     hookimpl,
 )
 
+from . import late_interaction
 from .cross_encoder import DEFAULT_RERANK_MODEL, RERANKER_ID, CrossEncoderConfig, create_reranker
 from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider
 
@@ -49,4 +50,12 @@ def memwell_rerankers() -> Iterator[RerankerSpec]:
         transport="local",
         config_model=CrossEncoderConfig,
         description="Offline sentence-transformers cross-encoder (needs the torch extra)",
+    )
+    yield RerankerSpec(
+        id=late_interaction.RERANKER_ID,
+        create=late_interaction.create_reranker,
+        default_model=late_interaction.DEFAULT_LATE_MODEL,
+        transport="local",
+        config_model=late_interaction.LateInteractionConfig,
+        description="MaxSim over the bundled MiniLM's token vectors (no new weights; slow)",
     )
