@@ -108,7 +108,13 @@ if TYPE_CHECKING:
     from memwell.providers.runtime import LADDER_STEPS, EmbeddingRuntime
     from memwell.recall.query_vectors import QueryVectors
     from memwell.registry.plugins import get_registry
-    from memwell.retrieval.calibration import CALIBRATION_ID, Calibration, calibrate
+    from memwell.retrieval.calibration import (
+        CALIBRATION_ID,
+        Calibration,
+        calibrate,
+        calibration_id,
+        probe_languages,
+    )
     from memwell.retrieval.chunking import CHARS_PER_TOKEN, remap_lines
     from memwell.retrieval.cjk import CJK_CLASS, is_cjk_char, segment_for_fts
     from memwell.retrieval.coverage import measure_coverage, term_weights
@@ -179,6 +185,8 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "CALIBRATION_ID": "retrieval.calibration",
     "Calibration": "retrieval.calibration",
     "calibrate": "retrieval.calibration",
+    "calibration_id": "retrieval.calibration",
+    "probe_languages": "retrieval.calibration",
     "MEMORY_DIR": "sources.discovery",
     "ROOT_MEMORY_FILES": "contract.layout",
     "normalize_extra_paths": "sources.discovery",
@@ -300,6 +308,7 @@ __all__ = [
     "bm25_rank_to_score",
     "build_fts_query",
     "calibrate",
+    "calibration_id",
     "chunk_ids",
     "chunk_markdown",
     "citations_enabled",
@@ -334,6 +343,7 @@ __all__ = [
     "parse_session_jsonl",
     "plugin_config",
     "plugin_settings",
+    "probe_languages",
     "query_terms",
     "rank_candidates",
     "rank_keyword_only",

@@ -43,6 +43,9 @@ class EmbeddingProvider(Protocol):
     Vectors may be any float sequences; the core converts them to L2-normalised float32.
     Optional methods the core calls when present: ``embed_queries(texts)`` (several queries
     in one request) and ``prepare_queries()`` (a session's warm-up: get ready for queries).
+    An optional ``languages`` attribute (ISO 639-1 codes) says which languages a
+    multilingual model matches a question with an answer across; the score calibration
+    measures it across them too (:func:`memwell.retrieval.calibration.probe_languages`).
     """
 
     @property

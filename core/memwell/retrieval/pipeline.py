@@ -77,8 +77,11 @@ def fuse_hybrid(
     Conversation transcripts fuse with their own weights
     (:func:`~memwell.retrieval.dialogue.dialogue_weights`). A keyword hit written in another
     script than the query (:func:`~memwell.retrieval.cjk.other_script`: a shared number or
-    name is all it can match) keeps only its vector evidence.
+    name is all it can match) keeps only its vector evidence, and with a multilingual
+    ``calibration`` its cosine is placed on the same-script scale (:meth:`Calibration.align`).
     """
+    if calibration is not None:
+        vector = calibration.align(vector, query)
     hybrid = dialogue_weights(hybrid, vector, keyword)
     keyword = [replace(c, text_score=0.0) if other_script(query, c.text) else c for c in keyword]
     vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)

@@ -43,7 +43,7 @@ from memwell.contract.models import (
     SyncProgress,
 )
 from memwell.curation.session_delta import SESSIONS_ONLY_REASONS
-from memwell.retrieval.calibration import Calibration, calibrate
+from memwell.retrieval.calibration import Calibration, calibrate, probe_languages
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown
 from memwell.retrieval.limits import enforce_input_limit
@@ -303,7 +303,9 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
                 self._calibrated = True
                 try:
                     self._calibration = calibrate(
-                        self.runtime.embed_queries, self.runtime.embed_documents
+                        self.runtime.embed_queries,
+                        self.runtime.embed_documents,
+                        probe_languages(self.runtime.provider),
                     )
                 except Exception as exc:
                     log.warning("memwell: score calibration failed (%s); raw cosines", exc)

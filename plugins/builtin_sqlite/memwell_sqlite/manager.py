@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from memwell.plugin import (
-    CALIBRATION_ID,
     CHUNKER_VERSION,
     FALLBACK_FILE,
     LADDER_STEPS,
@@ -32,9 +31,11 @@ from memwell.plugin import (
     SourceCount,
     VectorStatus,
     calibrate,
+    calibration_id,
     list_memory_files,
     list_session_files,
     normalize_extra_paths,
+    probe_languages,
 )
 from memwell.plugin_sdk import lazy_logger, lazy_module
 
@@ -198,7 +199,7 @@ class SqliteMemoryManager(MemoryBackend):
             "input_limit": self.runtime.input_limit_bytes() if provider else None,
             "chunk_fit": "window-v1",
             "schema_version": SCHEMA_VERSION,
-            "calibration": CALIBRATION_ID if provider else None,
+            "calibration": calibration_id(probe_languages(provider)) if provider else None,
         }
 
     def _needs_full(self, meta: dict[str, Any] | None, store: IndexStore) -> str | None:
@@ -325,10 +326,12 @@ class SqliteMemoryManager(MemoryBackend):
         """
         if self.runtime.provider is None:
             return None
+        languages = probe_languages(self.runtime.provider)
         kept = Calibration.from_json(previous.get("calibration_params"))
-        if kept is not None and previous.get("provider_key") == self.runtime.provider_key():
+        same_space = previous.get("provider_key") == self.runtime.provider_key()
+        if kept is not None and same_space and kept.id == calibration_id(languages):
             return kept.to_json()
-        measured = calibrate(self.runtime.embed_queries, self.runtime.embed_documents)
+        measured = calibrate(self.runtime.embed_queries, self.runtime.embed_documents, languages)
         if measured is None:
             log.warning(
                 "memwell: %s rates no probe answer above unrelated text; its scores are raw "
