@@ -12,10 +12,9 @@ from memwell.contract.errors import PluginError
 
 if TYPE_CHECKING:
     from memwell.contract.config import MemwellSettings, PluginLookup
-    from memwell.contract.embeddings import EmbeddingProvider
+    from memwell.contract.embeddings import EmbeddingProvider, EmbeddingService
     from memwell.contract.manager import MemorySearchManager
     from memwell.contract.text_generator import TextGenerator
-    from memwell.providers.runtime import EmbeddingRuntime
 
 
 class BackendContext(msgspec.Struct, frozen=True):
@@ -28,7 +27,7 @@ class BackendContext(msgspec.Struct, frozen=True):
 
     workspace: Path
     settings: MemwellSettings
-    embeddings: EmbeddingRuntime
+    embeddings: EmbeddingService
     registry: PluginLookup
     plugin_config: Any = None
     purpose: Literal["default", "status"] = "default"

@@ -86,6 +86,42 @@ class EmbeddingProvider(Protocol):
         ...
 
 
+class EmbeddingService(Protocol):
+    """What a backend's context offers for embedding (``BackendContext.embeddings``): the
+    selected provider behind core's selection, fallback, retries and input limits
+    (:class:`memwell.providers.runtime.EmbeddingRuntime` is the one core passes)."""
+
+    @property
+    def provider(self) -> EmbeddingProvider | None:
+        """The selected provider, ``None`` in keyword-only mode."""
+        ...
+
+    @property
+    def dims(self) -> int | None:
+        """The vectors' dimension, once known."""
+        ...
+
+    def provider_key(self) -> str:
+        """The cache key of the selected provider and model."""
+        ...
+
+    def max_input_tokens(self) -> int:
+        """The longest input the provider embeds whole, in tokens."""
+        ...
+
+    def embed_query(self, text: str) -> Vector:
+        """One query's unit vector."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Queries' unit vectors, one row each."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Documents' unit vectors, one row each, in batches within the provider's limits."""
+        ...
+
+
 def cache_key_data(provider: EmbeddingProvider) -> dict[str, Any]:
     """Data identifying the vector space of ``provider`` (its ``cache_key_data()``).
 

@@ -27,7 +27,7 @@ import os
 import threading
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import msgspec
 
@@ -60,6 +60,7 @@ log = lazy_logger(__name__)
 
 if TYPE_CHECKING:
     from memwell.contract.embeddings import Vector
+    from memwell.providers.runtime import EmbeddingRuntime
 
 MAX_CANDIDATE_POOL = 200
 """The most candidates one retriever returns for a search (the reference's cap)."""
@@ -144,7 +145,9 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
         self.ctx = ctx
         self.workspace = ctx.workspace
         self.settings = ctx.settings
-        self.runtime = ctx.embeddings
+        # core builds every context with its EmbeddingRuntime (the factory); the contract
+        # names only the EmbeddingService part of it, so the contract imports no runtime.
+        self.runtime = cast("EmbeddingRuntime", ctx.embeddings)
         self.purpose = ctx.purpose
         self.closed = False
         self.last_sync_error: str | None = None
