@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import memwell_sqlite.manager
 import pytest
 from memwell.contract.manager import MemorySearchManager
+from memwell.retrieval import calibration
 from memwell.retrieval.calibration import CALIBRATION_ID, Calibration
 from memwell.runtime.fallback import unwrap
 from memwell.testing import HashEmbeddingProvider
@@ -71,7 +71,7 @@ def test_a_new_calibration_method_rebuilds_the_index(
     first.sync()
     before = first.status().custom["generation_file"]
     first.close()
-    monkeypatch.setattr(memwell_sqlite.manager, "CALIBRATION_ID", "probe-logistic-v2:test")
+    monkeypatch.setattr(calibration, "CALIBRATION_ID", "probe-logistic-v2:test")
     calls = provider.calls
     second = open_ws(workspace)
     second.sync()
