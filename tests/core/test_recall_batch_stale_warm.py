@@ -224,9 +224,15 @@ def test_memwell_warm_for_the_morning(tmp_path: Path, capsys: pytest.CaptureFixt
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "standup.md").write_text("Standup notes: ship the billing fix.\n")
-    (ws / "memwell.toml").write_text('provider = "none"\n[sync]\nwatch = false\n')
+    (ws / "memwell.toml").write_text(
+        'provider = "none"\n[sync]\nwatch = false\n[cache.recall]\nquery_log = true\n'
+    )
     moment = Moment()
-    tracker = RecallTracker.for_workspace(ws, MemwellSettings(), clock=moment)
+    logging = MemwellSettings.model_validate({"cache": {"recall": {"query_log": True}}})
+    off = RecallTracker.for_workspace(ws, MemwellSettings(), clock=moment)
+    assert not off.log_queries, "queries are not logged unless asked for"
+    off.close()
+    tracker = RecallTracker.for_workspace(ws, logging, clock=moment)
     hit = [
         MemorySearchResult(path="memory/standup.md", start_line=1, end_line=1, score=1, snippet="x")
     ]

@@ -59,6 +59,12 @@ def warm_command(ctx: Context, period: str | None) -> None:
     )
     for usual in done.queries:
         click.echo(f"  {usual.query}  (asked on {usual.days} days, {usual.times} times)")
+    if not manager.config.query_log:
+        click.echo(
+            "note: the query log is off, so no new searches are learned from; set "
+            "[cache.recall] query_log = true to learn what each part of the day asks",
+            err=True,
+        )
 
 
 def _counter(ctx: Context, tokenizer: Path | None) -> TokenCounter:

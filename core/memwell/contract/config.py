@@ -191,6 +191,9 @@ class RecallCacheSettings(_Strict):
     warm_min_days: Annotated[int, msgspec.Meta(ge=1)] = 2
     #: A new session (session_key) also warms the cache for the current part of the day.
     warm_on_session: bool = False
+    #: Log the text of searches that found something (recall sidecar) so warm-up can learn
+    #: what each part of the day asks; off by default: queries stay unrecorded.
+    query_log: bool = False
 
 
 class CacheSettings(_Strict):

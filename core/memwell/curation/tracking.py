@@ -288,8 +288,9 @@ class RecallTracker:
         are its local dates.
     """
 
-    def __init__(self, path: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, path: Path, *, clock: Clock | None = None, log_queries: bool = True) -> None:
         self.path = path
+        self.log_queries = log_queries
         self._clock = clock or (lambda: datetime.now().astimezone())
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -309,7 +310,11 @@ class RecallTracker:
         cls, workspace: Path, settings: MemwellSettings, *, clock: Clock | None = None
     ) -> RecallTracker:
         """The tracker of ``workspace``: ``<index_dir>/recall-tracking.sqlite``."""
-        return cls(workspace / settings.index_dir / SIDECAR_NAME, clock=clock)
+        return cls(
+            workspace / settings.index_dir / SIDECAR_NAME,
+            clock=clock,
+            log_queries=settings.cache.recall.query_log,
+        )
 
     # -- the sidecar ------------------------------------------------------------------------
 
@@ -482,9 +487,10 @@ class RecallTracker:
     def _recall_all(self, conn: sqlite3.Connection, jobs: Sequence[_Searches]) -> None:
         """Count every hit of the jobs' searches: one read of their entries, one write."""
         counted: list[tuple[_When, str, str, dict[str, MemorySearchResult]]] = []
-        query_log.log_queries(
-            conn, (asked_at(j.moment, q) for j in jobs for q, hits in j.searches if hits)
-        )
+        if self.log_queries:
+            query_log.log_queries(
+                conn, (asked_at(j.moment, q) for j in jobs for q, hits in j.searches if hits)
+            )
         for job in jobs:
             when = _When.of(job.moment)
             counted.extend(
