@@ -151,10 +151,10 @@ def test_pruned_keyword_candidates_are_exactly_bm25s_best(
         hits = memory.search("zeta alpha", max_results=max_results, min_score=0.0)
         return [(r.path, round(r.score, 6)) for r in hits]
 
-    monkeypatch.setattr(search, "SEED_BLOCKS", 10**6)  # theta from every block
+    monkeypatch.setattr(search, "SEED_POSTINGS", 10**6)  # theta from every posting
     search.statement.cache_clear()
     unpruned = ranking()
-    monkeypatch.setattr(search, "SEED_BLOCKS", 1)  # theta from the best block only
+    monkeypatch.setattr(search, "SEED_POSTINGS", 1)  # theta from one posting only
     search.statement.cache_clear()
     memory.active = None
     assert ranking() == unpruned
