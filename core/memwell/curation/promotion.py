@@ -159,8 +159,6 @@ class PromotionCandidate(Record, kw_only=True):
     age_days: float
     last_recalled_at: str
     promoted_at: str | None = None
-    file_relevance: float | None = None
-    """The file's relevance in the decay scores (None: no scores were read)."""
 
     @property
     def source(self) -> str:
@@ -243,17 +241,15 @@ def rank_candidates(
         and (include_promoted or entry.promoted_at is None)
         and (candidate := score_entry(entry, settings, now)) is not None
     ]
-    if relevance:
-        for candidate in ranked:
-            candidate.file_relevance = relevance.get(candidate.path, UNSCORED_RELEVANCE)
-    return sorted(ranked, key=lambda c: (-_ranking_score(c), -c.recall_count, c.path))
 
+    def ranking_score(candidate: PromotionCandidate) -> float:
+        """The score plus the file relevance's small, bounded share (see the module docstring)."""
+        if not relevance:
+            return candidate.score
+        file = relevance.get(candidate.path, UNSCORED_RELEVANCE)
+        return candidate.score + FILE_RELEVANCE_WEIGHT * file
 
-def _ranking_score(candidate: PromotionCandidate) -> float:
-    """The score plus the file relevance's small, bounded share (see the module docstring)."""
-    if candidate.file_relevance is None:
-        return candidate.score
-    return candidate.score + FILE_RELEVANCE_WEIGHT * candidate.file_relevance
+    return sorted(ranked, key=lambda c: (-ranking_score(c), -c.recall_count, c.path))
 
 
 class SkippedCandidate(Record, kw_only=True):
