@@ -272,3 +272,68 @@ def test_status_reports_the_decay_scores(org: Path) -> None:
     assert "1 pinned" in line and "least relevant: memory/2026-11-01.md" in line
     data = json.loads(runner.invoke(cli, [*base, "status", "--json"]).output)
     assert data["decay_scores"]["pinned"] == 1 and data["decay_scores"]["files"] >= 4
+
+
+def test_the_watch_schedule_reflects_through_the_watch_channel(
+    memory: MemorySearchManager, org: Path
+) -> None:
+    from memwell.contract.errors import MemwellError
+    from memwell.organise.reflection import ReflectResult
+    from memwell.organise.schedule import reflect_every
+
+    waits: list[float] = []
+    outcomes: list[ReflectResult | MemwellError] = []
+
+    def wait(seconds: float) -> bool:  # a fake clock: two periods pass, then watch stops
+        waits.append(seconds)
+        return len(waits) > 2
+
+    writer = MemoryWriter(memory, org, MemwellSettings(), channel="watch")
+    reflect_every(writer, 90.0, wait=wait, report=outcomes.append)
+    assert waits == [90.0, 90.0, 90.0]
+    first, second = outcomes
+    assert isinstance(first, ReflectResult) and first.entities == 4
+    assert isinstance(second, ReflectResult) and not second.changed_anything
+    assert (org / "memory/graph/entities/ines-duarte.md").is_file()
+    audit = [line.split("\t") for line in (org / "memory/meta/audit.log").read_text().splitlines()]
+    assert audit and all(fields[1:3] == ["watch", "reflect"] for fields in audit)
+
+
+def test_a_failed_scheduled_run_is_reported_and_the_next_one_still_runs(
+    memory: MemorySearchManager, org: Path
+) -> None:
+    from memwell.contract.errors import MemwellError, WriteRefusedError
+    from memwell.organise.reflection import ReflectResult
+    from memwell.organise.schedule import reflect_every
+
+    outcomes: list[ReflectResult | MemwellError] = []
+    settings = MemwellSettings.model_validate({"write": {"enabled": False}})
+    writer = MemoryWriter(memory, org, settings, channel="watch")
+    reflect_every(writer, 1.0, wait=lambda _: len(outcomes) >= 2, report=outcomes.append)
+    assert [type(o) for o in outcomes] == [WriteRefusedError, WriteRefusedError]
+
+
+def test_watch_runs_reflect_on_its_schedule(org: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (org / "memwell.toml").write_text("[reflect]\nevery_minutes = 0.001\n")
+    env = {**os.environ, "MEMWELL_PROVIDER": "none"}
+    cmd = [sys.executable, "-m", "memwell", "-w", str(org), "watch"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    audit = org / "memory/meta/audit.log"
+    try:
+        deadline = time.monotonic() + 60
+        log = org / "memory/meta/reflection-log.md"  # reflect's last write
+        while not log.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "watching" in err
+    lines = [line.split("\t") for line in audit.read_text().splitlines()]
+    assert lines and all(fields[1:3] == ["watch", "reflect"] for fields in lines)

@@ -370,3 +370,11 @@ def _no_xdg_leak(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     # never read the real user's config
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "empty-xdg"))
     yield
+
+
+def test_reflect_schedule_is_off_by_default_and_validated(ws: Path, no_user: Path) -> None:
+    assert MemwellSettings().reflect.every_minutes == 0
+    err = _error(ws, no_user, '[reflect]\nevery_minutes = "1h"\n')
+    assert "'reflect.every_minutes'" in str(err) and "invalid value" in str(err)
+    assert "'reflect.every_minutes'" in str(_error(ws, no_user, "[reflect]\nevery_minutes = -5\n"))
+    assert "'reflect.evry'" in str(_error(ws, no_user, "[reflect]\nevry = 60\n"))

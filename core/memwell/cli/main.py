@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from memwell.contract.config import MemwellSettings
     from memwell.contract.manager import MemorySearchManager
     from memwell.contract.models import MemoryStatus
+    from memwell.organise.reflection import ReflectResult
     from memwell.registry.plugins import PluginRegistry
 
 
@@ -348,8 +349,8 @@ def status(ctx: Context, as_json: bool) -> None:
     """Show the index state, the provider in use and the search mode."""
     import msgspec
 
-    from memwell.organise.decay_scores import read_scores, summary
-    from memwell.organise.reflection import SCORES_PATH
+    from memwell.curation.decay_file import SCORES_PATH, read_scores
+    from memwell.organise.decay_scores import summary
 
     snapshot = ctx.open().status()
     scores = read_scores(ctx.workspace / SCORES_PATH)
@@ -372,18 +373,46 @@ def status(ctx: Context, as_json: bool) -> None:
 @cli.command()
 @pass_ctx
 def watch(ctx: Context) -> None:
-    """Keep the index current while files change (Ctrl-C to stop)."""
+    """Keep the index current while files change (Ctrl-C to stop); with
+    ``[reflect] every_minutes`` set, also run memwell reflect that often."""
     import threading
 
+    from memwell.organise.schedule import reflect_every
+    from memwell.writing import MemoryWriter
+
+    settings = ctx.settings()
     manager = ctx.open(watch=True)
     manager.sync(reason="watch-start")
     click.echo(f"watching {ctx.workspace} (Ctrl-C to stop)", err=True)
+    stop = threading.Event()
     try:
-        threading.Event().wait()
+        if settings.reflect.every_minutes > 0:
+            writer = MemoryWriter(manager, ctx.workspace, settings, channel="watch")
+            reflect_every(
+                writer, settings.reflect.every_minutes * 60, wait=stop.wait, report=_reflected
+            )
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:
         manager.close()
+
+
+def _reflected(outcome: ReflectResult | MemwellError) -> None:
+    """Report one scheduled reflect run of ``memwell watch`` on stderr."""
+    if isinstance(outcome, MemwellError):
+        click.echo(f"warning: scheduled reflect failed: {outcome}", err=True)
+        return
+    for error in outcome.audit_errors:
+        click.echo(f"warning: scheduled reflect: {error}", err=True)
+    if not outcome.indexed:
+        click.echo(f"warning: reflected, but not indexed yet: {outcome.index_error}", err=True)
+    if outcome.changed_anything:
+        click.echo(
+            f"reflected: {len(outcome.added)} pages added, {len(outcome.changed)} changed, "
+            f"{len(outcome.retired)} retired",
+            err=True,
+        )
 
 
 @cli.command()

@@ -307,6 +307,13 @@ class PromotionSettings(_Strict):
     weights: PromotionWeights = msgspec.field(default_factory=PromotionWeights)
 
 
+class ReflectSettings(_Strict):
+    """``[reflect]``: the Reflection Engine (memwell.organise.reflection)."""
+
+    #: ``memwell watch`` also runs reflect every this many minutes; 0 (the default): never.
+    every_minutes: Annotated[float, msgspec.Meta(ge=0, le=1_000_000)] = 0.0
+
+
 class MemwellSettings(_Strict):
     """All of memwell's settings. Defaults follow the reference (spec section 2)."""
 
@@ -338,6 +345,7 @@ class MemwellSettings(_Strict):
     write: WriteSettings = msgspec.field(default_factory=WriteSettings)
     recall_tracking: RecallTrackingSettings = msgspec.field(default_factory=RecallTrackingSettings)
     promotion: PromotionSettings = msgspec.field(default_factory=PromotionSettings)
+    reflect: ReflectSettings = msgspec.field(default_factory=ReflectSettings)
     local: LocalSettings = msgspec.field(default_factory=LocalSettings)
     backends: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)

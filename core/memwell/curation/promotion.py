@@ -21,7 +21,12 @@ conceptual     0.06   ``concept tags / 6``
 Every component is clamped to [0, 1] and the weights (``[promotion.weights]``) are normalised
 to sum to 1. A candidate needs ``signals >= min_recall_count`` (3), ``max(distinct queries,
 recall days) >= min_unique_queries`` (2) and a score of at least ``min_score`` (0.75); it is
-then ranked by score, recall count, path.
+then ranked by score, recall count, path. When ``memwell reflect`` has written
+``memory/meta/decay-scores.json`` (:mod:`memwell.curation.decay_file`), the ranking score is
+``score + 0.05 * relevance`` of the candidate's file (a file the scores do not list counts as
+new and never recalled: 0.5), so of two close candidates the one from the file that stays
+relevant comes first; the gates use the score alone, and a missing or broken file changes
+nothing.
 
 :func:`promote` then takes, of each chosen chunk, only the lines searches actually matched
 (the tracker's line-level evidence): a line needs ``min_recall_count`` recalls by
@@ -40,7 +45,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -52,6 +57,7 @@ from memwell.contract.config import MemwellSettings, PromotionSettings, Promotio
 from memwell.contract.errors import MemwellError
 from memwell.contract.manager import MemorySearchManager
 from memwell.contract.records import Record
+from memwell.curation.decay_file import file_relevance
 from memwell.curation.promoted_lines import MemoryLines, as_bullet
 from memwell.curation.promotion_undo import PromotedLine, UndoResult, save_undo, undo_last
 from memwell.curation.tracking import Clock, RecallEntry, RecallTracker
@@ -71,6 +77,10 @@ _MARKER = re.compile(r"<!--\s*" + re.escape(MARKER_PREFIX) + r"(.+?)\s*-->")
 _WHITESPACE = re.compile(r"\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
 COMPONENTS = ("frequency", "relevance", "diversity", "recency", "consolidation", "conceptual")
+FILE_RELEVANCE_WEIGHT = 0.05
+"""How much a file's decay-score relevance adds to a candidate's ranking score."""
+UNSCORED_RELEVANCE = 0.5
+"""The relevance of a file the decay scores do not list (new and never recalled)."""
 
 
 def is_daily_note(path: str) -> bool:
@@ -215,8 +225,13 @@ def rank_candidates(
     now: datetime,
     *,
     include_promoted: bool = False,
+    relevance: Mapping[str, float] | None = None,
 ) -> list[PromotionCandidate]:
-    """Daily-note chunks that pass every gate, best first (score, recalls, path)."""
+    """Daily-note chunks that pass every gate, best first (ranking score, recalls, path).
+
+    :param relevance: each file's decay-score relevance (:func:`file_relevance`); empty or
+        None ranks by the score alone.
+    """
     ranked = [
         candidate
         for entry in entries
@@ -226,7 +241,15 @@ def rank_candidates(
         and (include_promoted or entry.promoted_at is None)
         and (candidate := score_entry(entry, settings, now)) is not None
     ]
-    return sorted(ranked, key=lambda c: (-c.score, -c.recall_count, c.path))
+
+    def ranking_score(candidate: PromotionCandidate) -> float:
+        """The score plus the file relevance's small, bounded share (see the module docstring)."""
+        if not relevance:
+            return candidate.score
+        file = relevance.get(candidate.path, UNSCORED_RELEVANCE)
+        return candidate.score + FILE_RELEVANCE_WEIGHT * file
+
+    return sorted(ranked, key=lambda c: (-ranking_score(c), -c.recall_count, c.path))
 
 
 class SkippedCandidate(Record, kw_only=True):
@@ -327,10 +350,17 @@ def _promote(
     lock = workspace / settings.index_dir / LOCK_FILE_NAME
     with write_lock(lock, settings.write.lock_timeout_seconds):
         entries = store.entries()
+        relevance = file_relevance(workspace)
         ranked = rank_candidates(
-            entries, settings.promotion, now, include_promoted=include_promoted
+            entries,
+            settings.promotion,
+            now,
+            include_promoted=include_promoted,
+            relevance=relevance,
         )
-        every = rank_candidates(entries, settings.promotion, now, include_promoted=True)
+        every = rank_candidates(
+            entries, settings.promotion, now, include_promoted=True, relevance=relevance
+        )
         chosen = every[:limit] if limit is not None else every
         memory_file = writer.root_file()
         ws = _Workspace(workspace, settings)

@@ -15,38 +15,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import date, datetime, timezone
-from pathlib import Path
 
 import msgspec
 
 from memwell.context.tokens import EstimatedTokens
+from memwell.curation.decay_file import DecayScores, FileScore
 from memwell.curation.tracking import RecallEntry
 from memwell.retrieval.decay import date_from_path, decay_multiplier, is_evergreen, is_pinned
 from memwell.sources.discovery import FoundFile
 
 FULL_RECALLS = 10
 """Recalls at which the recall factor reaches 1."""
-
-
-class FileScore(msgspec.Struct, kw_only=True):
-    """One memory file's entry."""
-
-    age_days: int
-    pinned: bool
-    evergreen: bool
-    recall_count: int
-    last_recall: str | None
-    tokens_injected: int
-    relevance: float
-
-
-class DecayScores(msgspec.Struct, kw_only=True):
-    """The whole file: the day it was computed, the half-life used, the files."""
-
-    generated: str = "memwell reflect"
-    as_of: str
-    half_life_days: float
-    files: dict[str, FileScore]
 
 
 def relevance(age_days: float, recalls: int, half_life_days: float, *, decays: bool) -> float:
@@ -91,19 +70,6 @@ def decay_scores(
             relevance=relevance(age, count, half_life_days, decays=not evergreen),
         )
     return DecayScores(as_of=today.isoformat(), half_life_days=half_life_days, files=scores)
-
-
-def encode(scores: DecayScores) -> bytes:
-    """The file's bytes: indented JSON, keys in a fixed order, a final newline."""
-    return msgspec.json.format(msgspec.json.encode(scores), indent=2) + b"\n"
-
-
-def read_scores(path: Path) -> DecayScores | None:
-    """The scores last written to ``path``; None when missing or unreadable."""
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=DecayScores)
-    except (OSError, msgspec.DecodeError):
-        return None
 
 
 class DecaySummary(msgspec.Struct, kw_only=True):

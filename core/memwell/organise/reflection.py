@@ -24,8 +24,9 @@ from pathlib import Path
 import msgspec
 
 from memwell.contract.config import MemwellSettings
+from memwell.curation.decay_file import SCORES_NAME, SCORES_PATH, encode
 from memwell.curation.tracking import SIDECAR_NAME, RecallEntry, RecallTracker
-from memwell.organise.decay_scores import decay_scores, encode
+from memwell.organise.decay_scores import decay_scores
 from memwell.organise.entities import Entity, extract
 from memwell.organise.notes import GENERATED_MARK, read_notes
 from memwell.organise.pages import front_matter, merge
@@ -47,8 +48,6 @@ GRAPH_DIR = f"{MEMORY_DIR}/graph"
 ENTITIES_DIR = f"{GRAPH_DIR}/entities"
 PROCEDURES_DIR = f"{MEMORY_DIR}/procedures"
 LOG_PATH = f"{META_DIR}/reflection-log.md"
-SCORES_NAME = "decay-scores.json"
-SCORES_PATH = f"{META_DIR}/{SCORES_NAME}"
 
 
 class ReflectResult(msgspec.Struct, kw_only=True):
