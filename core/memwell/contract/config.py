@@ -229,6 +229,14 @@ class TextgenSettings(_Strict):
     model: str = ""
 
 
+class ReflectSettings(_Strict):
+    """``[reflect]``: how ``memwell reflect`` finds entity names (memwell.organise.named)."""
+
+    #: ``offline``: capitalised names and wiki links, no model; ``textgen``: the ``[textgen]``
+    #: generator lists each note's names too, merged with the offline ones.
+    extractor: Literal["offline", "textgen"] = "offline"
+
+
 class RerankSettings(_Strict):
     """``[rerank]``: the optional rerank stage (see memwell.runtime.rerank); off by default."""
 
@@ -329,6 +337,7 @@ class MemwellSettings(_Strict):
     cache: CacheSettings = msgspec.field(default_factory=CacheSettings)
     remote: RemoteSettings = msgspec.field(default_factory=RemoteSettings)
     textgen: TextgenSettings = msgspec.field(default_factory=TextgenSettings)
+    reflect: ReflectSettings = msgspec.field(default_factory=ReflectSettings)
     rerank: RerankSettings = msgspec.field(default_factory=RerankSettings)
     session_save: SessionSaveSettings = msgspec.field(default_factory=SessionSaveSettings)
     flush: FlushSettings = msgspec.field(default_factory=FlushSettings)
