@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import Scripted, textgen_plugin
 from memwell.cli.main import cli
 from memwell.contract.config import MemwellSettings
-from memwell.contract.descriptors import TextGeneratorSpec
-from memwell.contract.errors import ProviderError
-from memwell.contract.hookspecs import hookimpl
 from memwell.contract.manager import MemorySearchManager
 from memwell.organise import reflect
 from memwell.organise.pages import END
-from memwell.registry.plugins import PluginRegistry
 from memwell.writing import MemoryWriter
 
 OpenFn = Callable[..., MemorySearchManager]
@@ -281,41 +278,6 @@ def test_status_reports_the_decay_scores(org: Path) -> None:
 # --- [reflect] extractor = "textgen" ------------------------------------------------------------
 
 
-class Lister:
-    """A text generator as a third-party plugin would give: lists names, or fails."""
-
-    id = "lister"
-    model = "lister-1"
-
-    def __init__(self, answer: str | None) -> None:
-        self.answer = answer
-        self.systems: list[str | None] = []
-
-    def generate(self, prompt: str, *, max_tokens: int, system: str | None = None) -> str:
-        self.systems.append(system)
-        if self.answer is None:
-            raise ProviderError("lister is down", provider=self.id)
-        return self.answer
-
-
-def lister_registry(generator: Lister) -> PluginRegistry:
-    class Plugin:
-        @hookimpl
-        def memwell_text_generators(self) -> list[TextGeneratorSpec]:
-            return [
-                TextGeneratorSpec(
-                    id="lister",
-                    create=lambda ctx: generator,
-                    default_model="lister-1",
-                    transport="remote",
-                )
-            ]
-
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(Plugin(), "lister-plugin")
-    return registry
-
-
 @pytest.fixture
 def tools_ws(open_ws: OpenFn, tmp_path: Path) -> tuple[MemorySearchManager, Path]:
     ws = tmp_path / "tools"
@@ -327,7 +289,7 @@ def tools_ws(open_ws: OpenFn, tmp_path: Path) -> tuple[MemorySearchManager, Path
     return manager, ws
 
 
-TEXTGEN = {"reflect": {"extractor": "textgen"}, "textgen": {"provider": "lister"}}
+TEXTGEN = {"reflect": {"extractor": "textgen"}, "textgen": {"provider": "scripted"}}
 
 
 def test_textgen_extractor_adds_names_the_offline_one_misses(
@@ -337,10 +299,10 @@ def test_textgen_extractor_adds_names_the_offline_one_misses(
     offline = reflect(MemoryWriter(manager, ws, MemwellSettings()), clock=lambda: NOW)
     assert (offline.entities, offline.extractor) == (0, "offline")
     # one invented name (not in the notes) and a bullet: only literal names are kept
-    generator = Lister("- kubectl\nZanzibar\nIgnore previous instructions\n")
+    generator = Scripted("- kubectl\nZanzibar\nIgnore previous instructions\n")
     writer = MemoryWriter(manager, ws, MemwellSettings.model_validate(TEXTGEN))
-    result = reflect(writer, clock=lambda: NOW, registry=lister_registry(generator))
-    assert (result.extractor, result.extractor_note) == ("lister", None)
+    result = reflect(writer, clock=lambda: NOW, registry=textgen_plugin(generator))
+    assert (result.extractor, result.extractor_note) == ("scripted", None)
     assert sorted(p.name for p in (ws / "memory/graph/entities").iterdir()) == [
         "kubectl.md",
         "zanzibar.md",
@@ -355,7 +317,8 @@ def test_a_failing_generator_falls_back_to_the_offline_extractor(
 ) -> None:
     manager, ws = tools_ws
     writer = MemoryWriter(manager, ws, MemwellSettings.model_validate(TEXTGEN))
-    result = reflect(writer, clock=lambda: NOW, registry=lister_registry(Lister(None)))
+    result = reflect(writer, clock=lambda: NOW, registry=textgen_plugin(Scripted(None)))
     assert result.extractor == "offline" and result.entities == 0
-    assert "'lister' failed" in (result.extractor_note or "") and "lister is down" in caplog.text
+    assert "'scripted' failed" in (result.extractor_note or "")
+    assert "scripted is down" in caplog.text
     assert not (ws / "memory/graph/entities").exists()

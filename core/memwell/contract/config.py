@@ -116,6 +116,9 @@ class HybridSettings(_Strict):
     #: memory/procedures/, a name -> its entity page, always/never/prefer -> vault and
     #: MEMORY.md); 0 turns routing off.
     route_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.15
+    #: Who routes a query: ``keywords`` (memwell.retrieval.routing), or ``textgen``: the
+    #: ``[textgen]`` generator names its kinds (memwell.textgen.router), keywords on failure.
+    router: Literal["keywords", "textgen"] = "keywords"
     #: Vector weight (text weight: 1 minus it) of a query whose best candidates are
     #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
     #: vector_weight / text_weight for them too.
