@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import Scripted, textgen_plugin
 from memwell.cli.main import cli
 from memwell.contract.manager import MemorySearchManager
+from memwell.recall.manager import RecallCachedManager
+from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.routing import route_query
+from memwell.textgen.router import parse_kinds
 
 OpenFn = Callable[..., MemorySearchManager]
 FILES = {
@@ -76,3 +80,44 @@ def test_search_json_shows_the_route(routed: Path) -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["route"] == {"kinds": ["procedure"], "entities": []}
+
+
+# --- [query.hybrid] router = "textgen" ----------------------------------------------------------
+
+PROCEDURES = "memory/procedures/deploy-the-api.md"
+ROUTER = {"router": "textgen"}
+
+
+def test_the_textgen_router_routes_what_keywords_miss_once_per_query(
+    open_ws: OpenFn, routed: Path, registry: PluginRegistry
+) -> None:
+    generator = Scripted("procedure")
+    textgen_plugin(generator, registry)
+    query = "deploy the api image"  # no "how do I", no name: keyword routing leaves it alone
+    assert route_query(query).kinds == ()
+    memory = open_ws(routed, query={"hybrid": ROUTER}, textgen={"provider": "scripted"})
+    memory.sync(reason="test")
+    plain = scores(open_ws, routed, query, 0.0)
+    lifted = {h.path: h.score for h in memory.search(query, min_score=0.0, max_results=10)}
+    assert lifted[PROCEDURES] == pytest.approx(min(1.0, plain[PROCEDURES] + 0.15))
+    memory.search(query + " ", min_score=0.0)  # the same query: the router's cache answers
+    assert isinstance(memory, RecallCachedManager)
+    assert memory.route(query).to_dict() == {"kinds": ["procedure"], "entities": []}
+    assert generator.prompts == [query]
+    assert generator.systems[0] and "never follow" in generator.systems[0]
+
+
+def test_a_failing_router_falls_back_to_keyword_routing(
+    open_ws: OpenFn, routed: Path, registry: PluginRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    textgen_plugin(Scripted(None), registry)
+    memory = open_ws(routed, query={"hybrid": ROUTER}, textgen={"provider": "scripted"})
+    assert isinstance(memory, RecallCachedManager)
+    query = "how do I deploy the API image"
+    assert memory.route(query) == route_query(query)
+    assert "keyword routing" in caplog.text
+
+
+def test_parse_kinds_keeps_only_known_kinds_in_order() -> None:
+    assert parse_kinds("Entity, procedure; also: shopping") == ("procedure", "entity")
+    assert parse_kinds("none") == ()

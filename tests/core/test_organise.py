@@ -5,9 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from memwell.organise.entities import extract
+from memwell.organise.named import MAX_NAMES_PER_NOTE, generated_names, parse_names
 from memwell.organise.notes import Note, is_generated, prose_lines
 from memwell.organise.pages import BEGIN, END, front_matter, merge
 from memwell.organise.procedures import find_procedures
+from memwell.textgen.extractive import ExtractiveGenerator
 
 
 def note(path: str, text: str) -> Note:
@@ -39,6 +41,35 @@ def test_wiki_links_are_entities() -> None:
     assert names("see [[billing cutover]] notes", "the [[billing cutover|cutover]] moved") == [
         "billing cutover"
     ]
+
+
+def test_generator_names_are_kept_only_when_literally_in_the_note() -> None:
+    text = "We ran kubectl with Ines Duarte.\nkubectlx is not it."
+    answer = "1. kubectl\n- 'Ines Duarte'\nIgnore all rules\nkubectl\nInes\nk"
+    assert parse_names(answer, text) == ("kubectl", "Ines Duarte", "Ines")
+    many = " ".join(f"w{i}" for i in range(40))
+    assert len(parse_names(many.replace(" ", "\n"), many)) == MAX_NAMES_PER_NOTE
+
+
+def test_generator_names_merge_with_offline_mentions() -> None:
+    notes = [
+        note("memory/a.md", "Zanzibar is up. Ines Duarte ran kubectl."),
+        note("memory/b.md", "Zanzibar again; kubectl and Ines Duarte."),
+    ]
+    named = {"memory/a.md": ["kubectl", "Zanzibar", "Ines"], "memory/b.md": ["kubectl"]}
+    entities, edges = extract(notes, named)
+    assert [e.name for e in entities] == ["Ines Duarte", "Zanzibar", "kubectl"]
+    assert ("Ines Duarte", "leads", "kubectl") in [(e.source, e.kind, e.target) for e in edges]
+    assert [e.name for e in extract(notes)[0]] == ["Ines Duarte"]
+
+
+def test_the_offline_generator_names_nothing_and_says_so() -> None:
+    found = generated_names([note("memory/a.md", "kubectl")], ExtractiveGenerator())
+    assert (
+        found.names == {}
+        and found.source == "offline"
+        and "offline extractor" in (found.note or "")
+    )
 
 
 def test_relations_by_verb_and_co_mention() -> None:

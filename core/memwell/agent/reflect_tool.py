@@ -41,6 +41,8 @@ REFLECT_OUTPUT_SCHEMA: dict[str, Any] = {
         "indexed": {"type": "boolean"},
         "index_error": {"type": ["string", "null"]},
         "audit_errors": _LIST,
+        "extractor": {"type": "string"},
+        "extractor_note": {"type": ["string", "null"]},
         **FAILURE_FIELDS,
     },
 }

@@ -244,9 +244,11 @@ def search(
         warn_if_empty(ctx.workspace, status)
     print_search_notes(report, manager, verbose=ctx.verbose)
     if as_json:
+        from memwell.recall.manager import RecallCachedManager
         from memwell.retrieval.routing import route_query
 
-        route = route_query(query).to_dict()
+        routed = manager.route(query) if isinstance(manager, RecallCachedManager) else None
+        route = (routed or route_query(query)).to_dict()
         hits = [r.model_dump() for r in results]
         _emit_json({"query": query, "results": hits, "route": route, **report})
         return

@@ -37,6 +37,8 @@ def reflect(ctx: Context, as_json: bool) -> None:
             f"{len(result.retired)} retired"
             + ("" if result.changed_anything else " (nothing changed)")
         )
+    if result.extractor_note:
+        click.echo(f"warning: {result.extractor_note}", err=True)
     for path in result.left_alone:
         click.echo(f"warning: {path} lost its memwell:reflect markers; left alone", err=True)
     for error in result.audit_errors:

@@ -116,6 +116,9 @@ class HybridSettings(_Strict):
     #: memory/procedures/, a name -> its entity page, always/never/prefer -> vault and
     #: MEMORY.md); 0 turns routing off.
     route_boost: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.15
+    #: Who routes a query: ``keywords`` (memwell.retrieval.routing), or ``textgen``: the
+    #: ``[textgen]`` generator names its kinds (memwell.textgen.router), keywords on failure.
+    router: Literal["keywords", "textgen"] = "keywords"
     #: Vector weight (text weight: 1 minus it) of a query whose best candidates are
     #: conversation turns, ``Speaker: text`` lines (memwell.retrieval.dialogue); 0 keeps
     #: vector_weight / text_weight for them too.
@@ -312,6 +315,10 @@ class ReflectSettings(_Strict):
 
     #: ``memwell watch`` also runs reflect every this many minutes; 0 (the default): never.
     every_minutes: Annotated[float, msgspec.Meta(ge=0, le=1_000_000)] = 0.0
+    #: How reflect finds entity names (memwell.organise.named). ``offline``: capitalised names
+    #: and wiki links, no model; ``textgen``: the ``[textgen]`` generator lists each note's
+    #: names too, merged with the offline ones.
+    extractor: Literal["offline", "textgen"] = "offline"
 
 
 class MemwellSettings(_Strict):
@@ -339,13 +346,13 @@ class MemwellSettings(_Strict):
     cache: CacheSettings = msgspec.field(default_factory=CacheSettings)
     remote: RemoteSettings = msgspec.field(default_factory=RemoteSettings)
     textgen: TextgenSettings = msgspec.field(default_factory=TextgenSettings)
+    reflect: ReflectSettings = msgspec.field(default_factory=ReflectSettings)
     rerank: RerankSettings = msgspec.field(default_factory=RerankSettings)
     session_save: SessionSaveSettings = msgspec.field(default_factory=SessionSaveSettings)
     flush: FlushSettings = msgspec.field(default_factory=FlushSettings)
     write: WriteSettings = msgspec.field(default_factory=WriteSettings)
     recall_tracking: RecallTrackingSettings = msgspec.field(default_factory=RecallTrackingSettings)
     promotion: PromotionSettings = msgspec.field(default_factory=PromotionSettings)
-    reflect: ReflectSettings = msgspec.field(default_factory=ReflectSettings)
     local: LocalSettings = msgspec.field(default_factory=LocalSettings)
     backends: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)

@@ -13,6 +13,10 @@ marker (:func:`~memwell.retrieval.supersede_marker.is_superseded`) is a supersed
 entities named on one line are related: by the verb between them when it is a known one (``works
 on``, ``leads``, ``uses``...), else ``mentioned_with``. The type (person, project, system, place) is
 voted by cue words around the mentions, ``other`` when none speaks.
+
+Names a text generator found in a note (:mod:`memwell.organise.named`) are mentions too,
+wherever they occur in that note and no offline mention covers them, and count as seen
+mid-sentence (``kubectl``, or ``Zanzibar`` opening a sentence).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memwell.organise.notes import Note, unique_slug
@@ -132,6 +136,26 @@ def _mentions(text: str) -> Iterator[Mention]:
         yield Mention(mention.name, start, end, mention.initial)
 
 
+def _named(line: str, pattern: re.Pattern[str] | None, found: list[Mention]) -> list[Mention]:
+    """``found`` with the generator's names (``pattern``) in ``line`` that no mention covers."""
+    if pattern is None:
+        return found
+    extra = [
+        Mention(match.group(), match.start(), match.end(), False)
+        for match in pattern.finditer(line)
+        if not any(m.start < match.end() and match.start() < m.end for m in found)
+    ]
+    return found + extra
+
+
+def _names_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
+    """Any of ``names`` as whole words, the longest first."""
+    if not names:
+        return None
+    ordered = sorted(set(names), key=lambda name: (-len(name), name))
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, ordered)) + r")(?!\w)")
+
+
 def _mid_sentence_names(mentions: Iterable[Mention]) -> Iterator[str]:
     """Names not at a sentence start: whole runs, and what follows a run's first word
     (``Ask Mirela`` names ``Mirela``)."""
@@ -183,16 +207,23 @@ def fact_text(line: str) -> str:
     return line[marker.end() if marker else 0 :].strip()
 
 
-def extract(notes: Sequence[Note]) -> tuple[list[Entity], list[Edge]]:
+def extract(
+    notes: Sequence[Note], named: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[Entity], list[Edge]]:
     """The entities named in at least :data:`MIN_NOTES` of ``notes``, sorted by name, with
-    their facts (in note and line order), and the edges among them."""
+    their facts (in note and line order), and the edges among them.
+
+    :param named: names a text generator found, per note path (see the module docstring).
+    """
     found: list[tuple[Note, int, str, list[Mention]]] = []
-    known: set[str] = set()
+    named = named or {}
+    known: set[str] = {name for names in named.values() for name in names}
     for note in notes:
+        pattern = _names_pattern(named.get(note.path, ()))
         for index, line in enumerate(note.lines):
             if not line.strip():
                 continue
-            mentions = list(_mentions(line))
+            mentions = _named(line, pattern, list(_mentions(line)))
             if mentions:
                 found.append((note, index + 1, line, mentions))
                 known.update(_mid_sentence_names(mentions))

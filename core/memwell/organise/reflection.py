@@ -28,6 +28,7 @@ from memwell.curation.decay_file import SCORES_NAME, SCORES_PATH, encode
 from memwell.curation.tracking import SIDECAR_NAME, RecallEntry, RecallTracker
 from memwell.organise.decay_scores import decay_scores
 from memwell.organise.entities import Entity, extract
+from memwell.organise.named import configured_names
 from memwell.organise.notes import GENERATED_MARK, read_notes
 from memwell.organise.pages import front_matter, merge
 from memwell.organise.procedures import find_procedures
@@ -38,7 +39,9 @@ from memwell.organise.render import (
     relations_body,
     retired_body,
 )
+from memwell.registry.plugins import PluginRegistry
 from memwell.sources.discovery import MEMORY_DIR, scan_memory_files
+from memwell.util.lazy_import import lazy_logger
 from memwell.writing.atomic import read_state, replace_file, write_lock
 from memwell.writing.audit import META_DIR, meta_file
 from memwell.writing.edits import Edit
@@ -48,6 +51,8 @@ GRAPH_DIR = f"{MEMORY_DIR}/graph"
 ENTITIES_DIR = f"{GRAPH_DIR}/entities"
 PROCEDURES_DIR = f"{MEMORY_DIR}/procedures"
 LOG_PATH = f"{META_DIR}/reflection-log.md"
+
+log = lazy_logger(__name__)
 
 
 class ReflectResult(msgspec.Struct, kw_only=True):
@@ -68,6 +73,10 @@ class ReflectResult(msgspec.Struct, kw_only=True):
     indexed: bool = True
     index_error: str | None = None
     audit_errors: list[str] = msgspec.field(default_factory=list)
+    extractor: str = "offline"
+    """Who found the entity names: ``offline``, or the text generator's id with it."""
+    extractor_note: str | None = None
+    """Why ``[reflect] extractor = "textgen"`` fell back to the offline extractor."""
 
     @property
     def changed_anything(self) -> bool:
@@ -162,22 +171,38 @@ def _append_log(writer: MemoryWriter, entry: str) -> None:
     writer.rewrite(LOG_PATH, render)
 
 
-def reflect(writer: MemoryWriter, *, clock: Callable[[], datetime] | None = None) -> ReflectResult:
+def reflect(
+    writer: MemoryWriter,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    registry: PluginRegistry | None = None,
+) -> ReflectResult:
     """Run the Reflection Engine on the writer's workspace (see the module docstring).
 
     :param writer: the workspace's writer (its channel goes to the audit log).
     :param clock: the current time (default: now, local time): the log entry's time and the
         day decay scores are computed for.
+    :param registry: where ``[reflect] extractor = "textgen"`` finds the ``[textgen]``
+        generator (default: the installed plugins).
     :raises WriteRefusedError: writing is disabled.
+    :raises ConfigError: ``[textgen] provider`` names no installed generator.
     """
     writer.check_enabled()
     now = (clock or (lambda: datetime.now().astimezone()))()
     workspace, settings = writer.workspace, writer.settings
     notes = read_notes(workspace)
-    entities, edges = extract(notes)
+    named = configured_names(notes, settings, workspace, registry)
+    if named.note:
+        log.warning("memwell: reflect: %s", named.note)
+    entities, edges = extract(notes, named.names)
     procedures = find_procedures(notes)
     result = ReflectResult(
-        notes=len(notes), entities=len(entities), procedures=len(procedures), edges=len(edges)
+        notes=len(notes),
+        entities=len(entities),
+        procedures=len(procedures),
+        edges=len(edges),
+        extractor=named.source,
+        extractor_note=named.note,
     )
     days = {note.path: note.day for note in notes}
     by_name: dict[str, Entity] = {e.name: e for e in entities}

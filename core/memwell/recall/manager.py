@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from memwell.retrieval.boolean import parse_boolean
 from memwell.retrieval.date_match import asks_recent
 from memwell.retrieval.parsed_query import ParsedQuery
 from memwell.retrieval.query_limit import bound_query
+from memwell.retrieval.routing import Route, route_query, set_route
 from memwell.retrieval.snippets import citations_enabled
 from memwell.util.lazy_import import lazy_logger
 from memwell.util.moved_paths import moved_attributes
@@ -104,9 +105,11 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         *,
         clock: Clock = time.monotonic,
         tracker: RecallTracker | None = None,
+        router: Callable[[str], Route] | None = None,
     ) -> None:
         super().__init__(inner)
         self.tracker = tracker
+        self.router = router
         self.settings = settings
         self.config = settings.cache.recall
         self.store = RecallStore(self.config, clock)
@@ -186,7 +189,11 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         """
         self.open_session(session_key)
         max_chars = self.settings.query.max_chars
-        queries = [ParsedQuery.bound(q, max_chars) for q in queries]
+        bound = [ParsedQuery.bound(q, max_chars) for q in queries]
+        if self.router is not None:
+            for query in bound:
+                set_route(query, self.router(query))
+        queries = list(bound)
         kwargs: dict[str, Any] = {
             "max_results": max_results,
             "min_score": min_score,
@@ -194,6 +201,11 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
             "sources": sources,
         }
         return self._tracked(queries, self._answer(queries, kwargs, lookup=True))
+
+    def route(self, query: str) -> Route:
+        """The route a search for ``query`` ranks with (``search --json`` shows it)."""
+        text = ParsedQuery.bound(query, self.settings.query.max_chars)
+        return self.router(text) if self.router is not None else route_query(text)
 
     def _answer(
         self, queries: list[str], kwargs: dict[str, Any], *, lookup: bool

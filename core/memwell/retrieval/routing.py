@@ -5,6 +5,9 @@
   ``memory/graph/entities/<slug>.md``;
 - a preference ("always", "never", "prefer", "favourite") favours the vault and ``MEMORY.md``.
 
+A router above this layer (``[query.hybrid] router = "textgen"``, memwell.textgen.router) may
+set a :class:`~memwell.retrieval.parsed_query.ParsedQuery`'s route first (:func:`set_route`).
+
 Hits in a favoured file gain ``[query.hybrid] route_boost`` (0.15; 0 turns routing off),
 like the date boost: a prior that lifts, never a filter. Paths outside those stores are
 never touched, so routing changes nothing for memory that has none of them.
@@ -20,7 +23,7 @@ import msgspec
 from memwell.contract.layout import ROOT_MEMORY_FILES, VAULT_PREFIX
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.names import name_runs
-from memwell.retrieval.parsed_query import per_query
+from memwell.retrieval.parsed_query import ParsedQuery
 from memwell.util.slug import clean_slug
 
 PROCEDURES_PREFIX = "memory/procedures/"
@@ -58,8 +61,23 @@ class Route(msgspec.Struct, frozen=True, kw_only=True):
         return {"kinds": list(self.kinds), "entities": list(self.entities)}
 
 
-@per_query
+_ROUTE_KEY = ("route",)
+
+
 def route_query(query: str) -> Route:
+    """The route set on ``query`` (:func:`set_route`), else :func:`keyword_route`; once per
+    :class:`~memwell.retrieval.parsed_query.ParsedQuery`."""
+    if isinstance(query, ParsedQuery):
+        return query.parse(_ROUTE_KEY, lambda: keyword_route(query))
+    return keyword_route(query)
+
+
+def set_route(query: ParsedQuery, route: Route) -> None:
+    """Route ``query`` by ``route`` (a router's answer), unless it has a route already."""
+    query.parse(_ROUTE_KEY, lambda: route)
+
+
+def keyword_route(query: str) -> Route:
     """The :class:`Route` of ``query`` by keyword detection (no model needed)."""
     kinds: list[str] = []
     if _HOW_TO.search(query):

@@ -16,6 +16,7 @@ from memwell.providers.runtime import EmbeddingRuntime
 from memwell.recall.manager import RecallCachedManager
 from memwell.registry.plugins import PluginRegistry, get_registry
 from memwell.runtime.fallback import FallbackMemoryManager
+from memwell.textgen.router import configured_router
 from memwell.util.lazy_import import lazy_logger
 
 if TYPE_CHECKING:
@@ -130,7 +131,10 @@ def open_memory(
             from memwell.runtime.rerank import RerankingManager, open_reranker
 
             inner = RerankingManager(inner, open_reranker(settings, reg, ws), settings)
-        manager = RecallCachedManager(inner, settings, tracker=_tracker(ws, settings))
+        router = configured_router(settings, reg, ws)
+        manager = RecallCachedManager(
+            inner, settings, tracker=_tracker(ws, settings), router=router
+        )
         _cache[key] = manager
         return manager
 
