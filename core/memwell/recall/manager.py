@@ -138,7 +138,7 @@ class RecallCachedManager(DelegatingManager):
         self._off_reason = None if version is not None else NO_VERSION
         return version
 
-    def _options(self, options: SearchOptions) -> str:
+    def _options_key(self, options: SearchOptions) -> str:
         """The cache key of ``options``: what changes the answer of a query."""
         cite = citations_enabled(self.settings.citations, options.session_key)
         shown = sorted(options.sources) if options.sources is not None else None
@@ -208,7 +208,7 @@ class RecallCachedManager(DelegatingManager):
         version = self._version() if self.config.enabled else None
         if version is None:
             return self._backend(list(queries), options)
-        key = self._options(options)
+        key = self._options_key(options)
         answers: list[list[MemorySearchResult] | None] = [
             (self.store.exact(version, key, normalise_query(q)) if lookup else None)
             if q.strip()
@@ -269,7 +269,7 @@ class RecallCachedManager(DelegatingManager):
         )
         if stale_ok and self.config.enabled:
             [text] = self._bound([query])
-            key = self._options(options)
+            key = self._options_key(options)
             version = self._version()
             fresh = (
                 None if version is None else self.store.exact(version, key, normalise_query(text))
@@ -291,7 +291,7 @@ class RecallCachedManager(DelegatingManager):
 
     def _refresh_later(self, text: str, options: SearchOptions) -> None:
         """:meth:`refresh` in a background thread, unless one already runs for ``text``."""
-        key = (self._options(options), normalise_query(text))
+        key = (self._options_key(options), normalise_query(text))
         with self._refresh_lock:
             if key in self._refreshing:
                 return
@@ -379,7 +379,7 @@ class RecallCachedManager(DelegatingManager):
         defaults = SearchOptions()
         if texts:
             self._answer(texts, defaults, lookup=True)
-        key = self._options(defaults)
+        key = self._options_key(defaults)
         cached = sum(self.store.last(key, normalise_query(t)) is not None for t in texts)
         millis = (time.perf_counter() - started) * 1000
         return WarmUp(period=chosen, queries=usual, cached=cached, millis=millis)
