@@ -45,6 +45,7 @@ from memwell.contract.models import (
     VectorStatus,
 )
 from memwell.contract.records import Record
+from memwell.contract.search_options import SearchOptions
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_ids, chunk_markdown, sha256_hex
 from memwell.retrieval.cjk import segment_for_index, segment_query_terms
@@ -292,6 +293,7 @@ __all__ = [
     "SearchBackend",
     "SearchDegradation",
     "SearchMode",
+    "SearchOptions",
     "SearchRequest",
     "SessionDeltaTracker",
     "SourceCount",

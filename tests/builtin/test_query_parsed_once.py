@@ -1,19 +1,28 @@
 """One search, through every layer ``open_memory`` stacks, cuts its query once, parses it once
-per kind, and reaches the backend as one batch (issue 44 item 3)."""
+per kind, and reaches the backend as one batch with the one options record its caller's
+arguments made (issue 44 item 3)."""
 
 from __future__ import annotations
 
 import importlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import memwell_jsonfile.plugin
+import msgspec
 import pytest
 from conftest import OpenFn
+from memwell.contract.descriptors import RerankerSpec
+from memwell.contract.hookspecs import hookimpl
+from memwell.contract.manager import DelegatingManager
+from memwell.contract.search_options import SearchOptions
+from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval import parsed_query
 from memwell.retrieval.parsed_query import ParsedQuery
-from memwell.runtime.fallback import unwrap
+from memwell.runtime.fallback import FallbackMemoryManager, unwrap
 from memwell.testing.conformance import write_workspace
 
 QUERY = "When did Ines Duarte +deploy the staging checklist -friday in May 2024?"
@@ -112,12 +121,12 @@ def test_a_batch_cuts_each_query_once(
 def test_one_search_reaches_the_backend_as_one_batch(
     open_ws: OpenFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No bounce: the backend's ``search_many`` runs once, its ``search`` never."""
+    """No bounce: the backend's ``search_batch`` runs once, its ``search`` never."""
     memory = open_ws(write_workspace(tmp_path / "ws", FILES))
     memory.sync()
     backend: Any = unwrap(memory)
     seen: list[str] = []
-    for name in ("search", "search_many", "_search_many"):
+    for name in ("search", "search_many", "search_batch", "_search_many"):
         real = getattr(backend, name)
 
         def spy(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
@@ -126,4 +135,160 @@ def test_one_search_reaches_the_backend_as_one_batch(
 
         monkeypatch.setattr(backend, name, spy)
     assert memory.search("staging checklist", min_score=0.0)
-    assert seen == ["search_many", "_search_many"]
+    assert seen == ["search_batch", "_search_many"]
+
+
+class WordOverlap:
+    """A reranker: the share of the query's words a document holds (our own fake)."""
+
+    id = "overlap"
+    model = "overlap-1"
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        self.queries.append(query)
+        words = set(query.lower().split())
+        return [len(words & set(d.lower().split())) / len(words) for d in documents]
+
+
+def overlap_plugin(reranker: WordOverlap) -> object:
+    @hookimpl
+    def memwell_rerankers() -> list[RerankerSpec]:
+        spec = RerankerSpec(
+            id="overlap", create=lambda ctx: reranker, default_model="o", transport="local"
+        )
+        return [spec]
+
+    return SimpleNamespace(memwell_rerankers=memwell_rerankers)
+
+
+def layers(memory: object) -> list[Any]:
+    """Every manager of ``open_memory``'s stack, from the top down to the backend."""
+    stack = [memory]
+    while (below := unwrap_once(stack[-1])) is not None:
+        stack.append(below)
+    return stack
+
+
+def unwrap_once(manager: object) -> object | None:
+    if isinstance(manager, DelegatingManager):
+        return manager.inner
+    if isinstance(manager, FallbackMemoryManager):
+        return manager.active
+    return None
+
+
+class Trace:
+    """Every layer's ``search_batch`` call (the layer's class, the queries, the options), and
+    every call of a layer's keyword-argument API below the top."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, stack: list[Any]) -> None:
+        self.batches: list[tuple[str, list[str], SearchOptions]] = []
+        self.unpacked: list[str] = []
+        for depth, layer in enumerate(stack):
+            name = type(layer).__name__
+            real = layer.search_batch
+
+            def batch(
+                queries: Sequence[str],
+                options: SearchOptions,
+                _name: str = name,
+                _real: Any = real,
+            ) -> Any:
+                self.batches.append((_name, list(queries), options))
+                return _real(queries, options)
+
+            monkeypatch.setattr(layer, "search_batch", batch)
+            if depth == 0:
+                continue
+            for method in ("search", "search_many"):
+
+                def unpacked(*args: Any, _label: str = f"{name}.{method}", **kwargs: Any) -> Any:
+                    self.unpacked.append(_label)
+                    raise AssertionError(f"{_label} called with keyword arguments")
+
+                monkeypatch.setattr(layer, method, unpacked)
+
+
+@pytest.mark.parametrize("backend", ["builtin", "jsonfile"])
+def test_the_options_record_built_at_the_top_reaches_the_backend_itself(
+    open_ws: OpenFn,
+    registry: PluginRegistry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    backend: str,
+) -> None:
+    """The recall cache (and the fallback, in front of a third-party backend) pass the one
+    record down: no layer rebuilds it, none unpacks it into keyword arguments."""
+    registry.register(memwell_jsonfile.plugin, "jsonfile")
+    memory = open_ws(write_workspace(tmp_path / "ws", FILES), backend=backend)
+    memory.sync()
+    stack = layers(memory)
+    expected = ["RecallCachedManager"]
+    if backend == "jsonfile":
+        expected += ["FallbackMemoryManager", "JsonFileManager"]
+    else:
+        expected += ["SqliteMemoryManager"]
+    assert [type(layer).__name__ for layer in stack] == expected
+    trace = Trace(monkeypatch, stack)
+
+    found = memory.search_many(
+        ["staging checklist", "tomatoes watering"],
+        max_results=3,
+        min_score=0.0,
+        session_key="s1",
+        sources=["memory"],
+    )
+
+    assert all(found) and not trace.unpacked
+    assert [name for name, _, _ in trace.batches] == expected
+    records = {id(options) for _, _, options in trace.batches}
+    assert len(records) == 1, "a layer rebuilt the options record"
+    options = trace.batches[0][2]
+    assert options == SearchOptions(
+        max_results=3, min_score=0.0, session_key="s1", sources=frozenset({"memory"})
+    )
+    # the queries the recall cache cut are the objects the backend gets
+    top_queries = trace.batches[1][1]
+    assert all(isinstance(q, ParsedQuery) for q in top_queries)
+    assert [id(q) for q in trace.batches[-1][1]] == [id(q) for q in top_queries]
+
+
+def test_a_reranked_batch_reaches_the_backend_as_one_batch(
+    open_ws: OpenFn, registry: PluginRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rerank stage asks the backend for the whole batch at once (with its wider options,
+    derived from the caller's record), then reranks each query's hits."""
+    reranker = WordOverlap()
+    registry.register(overlap_plugin(reranker), "overlap")
+    memory = open_ws(
+        write_workspace(tmp_path / "ws", FILES),
+        rerank={"provider": "overlap", "candidates": 8},
+        recall_tracking={"enabled": False},
+    )
+    memory.sync()
+    stack = layers(memory)
+    assert [type(layer).__name__ for layer in stack] == [
+        "RecallCachedManager",
+        "RerankingManager",
+        "SqliteMemoryManager",
+    ]
+    trace = Trace(monkeypatch, stack)
+    queries = ["staging checklist", "tomatoes watering", "deploy friday"]
+
+    found = memory.search_many(queries, max_results=2, min_score=0.0)
+
+    assert not trace.unpacked
+    assert [(name, len(asked)) for name, asked, _ in trace.batches] == [
+        ("RecallCachedManager", 3),
+        ("RerankingManager", 3),
+        ("SqliteMemoryManager", 3),
+    ]
+    top, rerank, backend = (options for _, _, options in trace.batches)
+    assert rerank is top
+    assert backend == msgspec.structs.replace(top, max_results=8, min_score=0.0)
+    assert reranker.queries == queries
+    assert [len(hits) for hits in found] == [2, 2, 2]
+    assert found[1][0].path == "memory/garden.md"

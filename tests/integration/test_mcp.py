@@ -387,9 +387,8 @@ def test_lancedb_tools_disabled_after_a_switch_to_the_fallback(
 
             primary = wrapper.active
             assert primary is not None
-            # a search reaches the backend as a batch of one (search_many)
-            primary.search = _broken  # type: ignore[method-assign]
-            primary.search_many = _broken  # type: ignore[method-assign]
+            # a search reaches the backend as a batch of one (search_batch)
+            primary.search_batch = _broken  # type: ignore[method-assign]
             found = await call(client, "memory_search", {"query": "tea"})
             assert found["fallback"]["from"] == "lancedb"
             after = await call(client, "memory_store", {"text": "I prefer coffee"})

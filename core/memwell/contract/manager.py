@@ -13,6 +13,7 @@ from memwell.contract.models import (
     ReadFileResult,
     SyncProgress,
 )
+from memwell.contract.search_options import SearchOptions
 
 ProgressCallback = Callable[[SyncProgress], None]
 _T = TypeVar("_T")
@@ -158,7 +159,9 @@ class BaseMemoryManager:
 
 
 class BatchSearchMixin:
-    """``search`` as a batch of one: a manager whose :meth:`search_many` does the work."""
+    """``search`` and ``search_many`` as thin wrappers of :meth:`search_batch`: the one place
+    where a search's keyword arguments become its :class:`SearchOptions` record, which the
+    layers below then pass down as it is (:func:`search_batch`)."""
 
     def search(
         self,
@@ -169,7 +172,7 @@ class BatchSearchMixin:
         session_key: str | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[MemorySearchResult]:
-        """:meth:`search_many` of ``[query]``."""
+        """:meth:`search_batch` of ``[query]``."""
         return self.search_many(
             [query],
             max_results=max_results,
@@ -178,7 +181,6 @@ class BatchSearchMixin:
             sources=sources,
         )[0]
 
-    @abstractmethod
     def search_many(
         self,
         queries: Sequence[str],
@@ -188,10 +190,40 @@ class BatchSearchMixin:
         session_key: str | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[list[MemorySearchResult]]:
-        """The results of each query, in order."""
+        """The results of each query, in order (one :meth:`search_batch` for all)."""
+        options = SearchOptions.of(
+            max_results=max_results, min_score=min_score, session_key=session_key, sources=sources
+        )
+        return self.search_batch(queries, options)
+
+    @abstractmethod
+    def search_batch(
+        self, queries: Sequence[str], options: SearchOptions
+    ) -> list[list[MemorySearchResult]]:
+        """The results of each query searched with ``options``, in order."""
 
 
-class DelegatingManager(BaseMemoryManager):
+def search_batch(
+    manager: MemorySearchManager, queries: Sequence[str], options: SearchOptions
+) -> list[list[MemorySearchResult]]:
+    """Answer every query with ``options``, in order: ``manager.search_batch`` when it has
+    one (memwell's layers and :class:`~memwell.runtime.backend.MemoryBackend` take the record
+    as it is), else its ``search_many`` (one embedding batch, one pass over the index), else
+    one ``search`` per query; those two get the record as keyword arguments (the one place it
+    is unpacked, for managers written against the protocol alone)."""
+    method = getattr(manager, "search_batch", None)
+    if callable(method):
+        answers: list[list[MemorySearchResult]] = method(queries, options)
+        return answers
+    keywords = options.keywords()
+    method = getattr(manager, "search_many", None)
+    if callable(method):
+        answers = method(list(queries), **keywords)
+        return answers
+    return [manager.search(query, **keywords) for query in queries]
+
+
+class DelegatingManager(BatchSearchMixin, BaseMemoryManager):
     """A layer in front of another manager (the recall cache, the rerank stage): every method
     it does not override, and every attribute it lacks, is the ``inner`` manager's."""
 
@@ -208,22 +240,10 @@ class DelegatingManager(BaseMemoryManager):
             raise AttributeError(name)
         return getattr(self._inner, name)
 
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        return self._inner.search(
-            query,
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )
+    def search_batch(
+        self, queries: Sequence[str], options: SearchOptions
+    ) -> list[list[MemorySearchResult]]:
+        return search_batch(self._inner, queries, options)
 
     def read_file(
         self, rel_path: str, *, from_line: int | None = None, lines: int | None = None

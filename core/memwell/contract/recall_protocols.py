@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memwell.contract.errors import MemwellError
-from memwell.contract.manager import MemorySearchManager
+from memwell.contract.manager import MemorySearchManager, search_batch
 from memwell.contract.models import MemorySearchResult
+from memwell.contract.search_options import SearchOptions
 
 if TYPE_CHECKING:
     from memwell.contract.embeddings import Matrix, Vector
@@ -68,28 +69,12 @@ def search_many(
     session_key: str | None = None,
     sources: Sequence[str] | None = None,
 ) -> list[list[MemorySearchResult]]:
-    """Answer every query, in order: the backend's ``search_many`` when it has one (one
-    embedding batch, one pass over the index), else one ``search`` per query."""
-    method = getattr(manager, "search_many", None)
-    if callable(method):
-        answers: list[list[MemorySearchResult]] = method(
-            list(queries),
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )
-        return answers
-    return [
-        manager.search(
-            query,
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )
-        for query in queries
-    ]
+    """Answer every query, in order, in one batch when the manager can
+    (:func:`~memwell.contract.manager.search_batch`), else one ``search`` per query."""
+    options = SearchOptions.of(
+        max_results=max_results, min_score=min_score, session_key=session_key, sources=sources
+    )
+    return search_batch(manager, queries, options)
 
 
 def warm(manager: MemorySearchManager) -> None:

@@ -27,19 +27,23 @@ from typing import TYPE_CHECKING, Any
 from memwell.contract import recall_protocols as protocols
 from memwell.contract.config import MemwellSettings
 from memwell.contract.errors import MemwellError
-from memwell.contract.manager import BatchSearchMixin, DelegatingManager, MemorySearchManager
+from memwell.contract.manager import (
+    DelegatingManager,
+    MemorySearchManager,
+    search_batch,
+)
 from memwell.contract.models import (
     MemorySearchResult,
     MemoryStatus,
     ReadFileResult,
     RecallCacheStatus,
 )
+from memwell.contract.search_options import SearchOptions
 from memwell.recall.store import Clock, RecallStore, normalise_query
 from memwell.recall.warmup import HOURS, WarmUp, check_period, period_of, usual_queries
 from memwell.retrieval.boolean import parse_boolean
 from memwell.retrieval.date_match import asks_recent
 from memwell.retrieval.parsed_query import ParsedQuery
-from memwell.retrieval.query_limit import bound_query
 from memwell.retrieval.routing import Route, route_query, set_route
 from memwell.retrieval.snippets import citations_enabled
 from memwell.util.lazy_import import lazy_logger
@@ -89,7 +93,7 @@ def group_similar(keyed: Sequence[tuple[str, Vector | None]], threshold: float) 
     return groups
 
 
-class RecallCachedManager(BatchSearchMixin, DelegatingManager):
+class RecallCachedManager(DelegatingManager):
     """Serve ``inner`` through a :class:`~memwell.recall.store.RecallStore`.
 
     Attributes the wrapper does not define are read from ``inner``, so backend-specific
@@ -134,16 +138,11 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         self._off_reason = None if version is not None else NO_VERSION
         return version
 
-    def _options(
-        self,
-        max_results: int | None,
-        min_score: float | None,
-        session_key: str | None,
-        sources: Sequence[str] | None,
-    ) -> str:
-        cite = citations_enabled(self.settings.citations, session_key)
-        shown = sorted(set(sources)) if sources is not None else None
-        return json.dumps([max_results, min_score, shown, cite])
+    def _options_key(self, options: SearchOptions) -> str:
+        """The cache key of ``options``: what changes the answer of a query."""
+        cite = citations_enabled(self.settings.citations, options.session_key)
+        shown = sorted(options.sources) if options.sources is not None else None
+        return json.dumps([options.max_results, options.min_score, shown, cite])
 
     def _embedder(self) -> protocols.QueryEmbedder | None:
         if not self.config.semantic:
@@ -169,16 +168,11 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
 
     # -- search -----------------------------------------------------------------------------
 
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
+    def search_batch(
+        self, queries: Sequence[str], options: SearchOptions
     ) -> list[list[MemorySearchResult]]:
-        """Answer each query, in order; the backend answers the cache's misses in one batch.
+        """Answer each query, in order; the backend answers the cache's misses in one batch,
+        with ``options`` as they are.
 
         Each query is cut to ``query.max_chars`` first, into the
         :class:`~memwell.retrieval.parsed_query.ParsedQuery` that travels down to the backend
@@ -187,20 +181,19 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         (:func:`group_similar`) share one retrieval, as they would share one cache entry
         searched one at a time.
         """
-        self.open_session(session_key)
+        self.open_session(options.session_key)
+        texts = self._bound(queries)
+        return self._tracked(texts, self._answer(texts, options, lookup=True))
+
+    def _bound(self, queries: Sequence[str]) -> list[str]:
+        """Each query cut once into a :class:`~memwell.retrieval.parsed_query.ParsedQuery`,
+        carrying the router's route when there is a router."""
         max_chars = self.settings.query.max_chars
         bound = [ParsedQuery.bound(q, max_chars) for q in queries]
         if self.router is not None:
             for query in bound:
                 set_route(query, self.router(query))
-        queries = list(bound)
-        kwargs: dict[str, Any] = {
-            "max_results": max_results,
-            "min_score": min_score,
-            "session_key": session_key,
-            "sources": sources,
-        }
-        return self._tracked(queries, self._answer(queries, kwargs, lookup=True))
+        return list(bound)
 
     def route(self, query: str) -> Route:
         """The route a search for ``query`` ranks with (``search --json`` shows it)."""
@@ -208,16 +201,16 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         return self.router(text) if self.router is not None else route_query(text)
 
     def _answer(
-        self, queries: list[str], kwargs: dict[str, Any], *, lookup: bool
+        self, queries: list[str], options: SearchOptions, *, lookup: bool
     ) -> list[list[MemorySearchResult]]:
         """The answers of ``queries`` (already bounded): from the cache's tiers when
         ``lookup``, else all from the backend; the backend's answers are cached."""
         version = self._version() if self.config.enabled else None
         if version is None:
-            return self._backend(list(queries), kwargs)
-        options = self._options(**kwargs)
+            return self._backend(list(queries), options)
+        key = self._options_key(options)
         answers: list[list[MemorySearchResult] | None] = [
-            (self.store.exact(version, options, normalise_query(q)) if lookup else None)
+            (self.store.exact(version, key, normalise_query(q)) if lookup else None)
             if q.strip()
             else []
             for q in queries
@@ -232,9 +225,9 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                 # query may have other terms (or none)
                 vector = None
             if vector is not None and lookup:
-                answers[index] = self.store.semantic(version, options, space, vector)
+                answers[index] = self.store.semantic(version, key, space, vector)
                 if answers[index] is None and temporal and asks_recent(queries[index]):
-                    answers[index] = self.store.temporal(version, options, space, vector)
+                    answers[index] = self.store.temporal(version, key, space, vector)
             if answers[index] is None:
                 missing.append((index, vector))
         if missing:
@@ -243,7 +236,7 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                 self.config.semantic_threshold,
             )
             leaders = [missing[group[0]] for group in groups]
-            found = self._backend([queries[i] for i, _ in leaders], kwargs)
+            found = self._backend([queries[i] for i, _ in leaders], options)
             self.batch_shared += len(missing) - len(leaders)
             unchanged = self._version() == version  # e.g. a bootstrap sync ran meanwhile
             for group, (index, vector), results in zip(groups, leaders, found, strict=True):
@@ -253,7 +246,7 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                     text = normalise_query(queries[index])
                     recent = asks_recent(text)
                     self.store.put(
-                        version, options, text, results, space=space, vector=vector, recent=recent
+                        version, key, text, results, space=space, vector=vector, recent=recent
                     )
         return [list(a) if a is not None else [] for a in answers]
 
@@ -271,50 +264,46 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         answer at once, even when it has expired or the index changed since, and a refresh
         runs in the background (:meth:`refresh`; one at a time per query), so the next call
         gets the new answer; a query never answered waits for the search as usual."""
-        kwargs: dict[str, Any] = {
-            "max_results": max_results,
-            "min_score": min_score,
-            "session_key": session_key,
-            "sources": sources,
-        }
+        options = SearchOptions.of(
+            max_results=max_results, min_score=min_score, session_key=session_key, sources=sources
+        )
         if stale_ok and self.config.enabled:
-            text = bound_query(query, self.settings.query.max_chars)
-            options = self._options(**kwargs)
+            [text] = self._bound([query])
+            key = self._options_key(options)
             version = self._version()
             fresh = (
-                None
-                if version is None
-                else self.store.exact(version, options, normalise_query(text))
+                None if version is None else self.store.exact(version, key, normalise_query(text))
             )
-            stale = self.store.last(options, normalise_query(text)) if fresh is None else None
+            stale = self.store.last(key, normalise_query(text)) if fresh is None else None
             if fresh is not None or stale is not None:
                 if fresh is None:
                     self.stale_served += 1
-                    self._refresh_later(text, kwargs)
+                    self._refresh_later(text, options)
                 return self._tracked([text], [fresh if fresh is not None else stale or []])[0]
-        return await super().async_search(query, **kwargs)
+        import asyncio  # not at the top: most commands that import this never search async
 
-    def refresh(self, query: str, **kwargs: Any) -> list[MemorySearchResult]:
-        """Search the backend for ``query`` past the cache's tiers and cache the answer
-        (``kwargs``: :meth:`search`'s options); the search is not recorded as a recall."""
-        text = bound_query(query, self.settings.query.max_chars)
-        return self._answer([text], self._search_options(**kwargs), lookup=False)[0]
+        return (await asyncio.to_thread(self.search_batch, [query], options))[0]
 
-    def _refresh_later(self, text: str, kwargs: dict[str, Any]) -> None:
+    def refresh(self, query: str, options: SearchOptions | None = None) -> list[MemorySearchResult]:
+        """Search the backend for ``query`` with ``options`` (``None``: the defaults) past the
+        cache's tiers and cache the answer; the search is not recorded as a recall."""
+        return self._answer(self._bound([query]), options or SearchOptions(), lookup=False)[0]
+
+    def _refresh_later(self, text: str, options: SearchOptions) -> None:
         """:meth:`refresh` in a background thread, unless one already runs for ``text``."""
-        key = (self._options(**kwargs), normalise_query(text))
+        key = (self._options_key(options), normalise_query(text))
         with self._refresh_lock:
             if key in self._refreshing:
                 return
             thread = threading.Thread(
-                target=self._run_refresh, args=(key, text, kwargs), daemon=True
+                target=self._run_refresh, args=(key, text, options), daemon=True
             )
             self._refreshing[key] = thread
         thread.start()
 
-    def _run_refresh(self, key: tuple[str, str], text: str, kwargs: dict[str, Any]) -> None:
+    def _run_refresh(self, key: tuple[str, str], text: str, options: SearchOptions) -> None:
         try:
-            self.refresh(text, **kwargs)
+            self.refresh(text, options)
         except Exception as exc:  # the next search reports the backend's failure itself
             log.warning("memwell: background refresh of a stale answer failed: %s", exc)
         finally:
@@ -335,21 +324,6 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
                 with self._refresh_lock:
                     return not self._refreshing
 
-    @staticmethod
-    def _search_options(
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
-        return {
-            "max_results": max_results,
-            "min_score": min_score,
-            "session_key": session_key,
-            "sources": sources,
-        }
-
     def _tracked(
         self, queries: Sequence[str], answers: list[list[MemorySearchResult]]
     ) -> list[list[MemorySearchResult]]:
@@ -359,10 +333,10 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
         return answers
 
     def _backend(
-        self, queries: list[str], kwargs: dict[str, Any]
+        self, queries: list[str], options: SearchOptions
     ) -> list[list[MemorySearchResult]]:
         self.backend_searches += len(queries)
-        return protocols.search_many(self._inner, queries, **kwargs)
+        return search_batch(self._inner, queries, options)
 
     # -- sessions and warm-up ---------------------------------------------------------------
 
@@ -401,11 +375,12 @@ class RecallCachedManager(BatchSearchMixin, DelegatingManager):
             limit=self.config.warm_queries,
             min_days=self.config.warm_min_days,
         )
-        texts = [bound_query(u.query, self.settings.query.max_chars) for u in usual]
+        texts = self._bound([u.query for u in usual])
+        defaults = SearchOptions()
         if texts:
-            self._answer(texts, self._search_options(), lookup=True)
-        options = self._options(**self._search_options())
-        cached = sum(self.store.last(options, normalise_query(t)) is not None for t in texts)
+            self._answer(texts, defaults, lookup=True)
+        key = self._options_key(defaults)
+        cached = sum(self.store.last(key, normalise_query(t)) is not None for t in texts)
         millis = (time.perf_counter() - started) * 1000
         return WarmUp(period=chosen, queries=usual, cached=cached, millis=millis)
 

@@ -6,7 +6,9 @@ way for every backend:
 - the closed flag (a call after :meth:`~MemoryBackend.close` raises
   :class:`~memwell.contract.errors.BackendUnavailableError`), one sync at a time with no request
   lost (:class:`~memwell.util.sync_gate.SyncGate`) and the last sync error;
-- the search preamble, for one query or a batch: each query cut to ``query.max_chars`` once
+- the search preamble, for one query or a batch (:meth:`~MemoryBackend.search_batch`, which
+  takes the caller's :class:`~memwell.contract.search_options.SearchOptions` record as the
+  layers above passed it down): each query cut to ``query.max_chars`` once
   (into a :class:`~memwell.retrieval.parsed_query.ParsedQuery`; one the recall cache made is
   not cut again), blank queries or unsupported sources give ``[]``, sync on search, the
   result limit, the score floor and the candidate pool, then citations, added here only;
@@ -42,6 +44,7 @@ from memwell.contract.models import (
     ReadFileResult,
     SyncProgress,
 )
+from memwell.contract.search_options import SearchOptions
 from memwell.curation.session_delta import SESSIONS_ONLY_REASONS
 from memwell.retrieval.calibration import Calibration, calibrate, probe_languages
 from memwell.retrieval.candidate import Candidate
@@ -77,7 +80,9 @@ CLOSE_WAIT_SECONDS = 600.0
 
 
 class SearchRequest(msgspec.Struct, frozen=True):
-    """A search after the preamble: a non-blank query and resolved limits.
+    """A search after the preamble: a non-blank query and the caller's
+    :class:`~memwell.contract.search_options.SearchOptions` resolved for this backend (its
+    default floor, the sources it indexes, the configured limits).
 
     ``query`` is a :class:`~memwell.retrieval.parsed_query.ParsedQuery`: the text, cut once to
     ``query.max_chars``, that keeps its parses, so the parsing functions (``query_terms``,
@@ -412,28 +417,25 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
         finally:
             self.sync_sources = None
 
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
+    def search_batch(
+        self, queries: Sequence[str], options: SearchOptions
     ) -> list[list[MemorySearchResult]]:
-        """:meth:`search` for every query, in order (one :meth:`_search_many` for all)."""
+        """Every query searched with ``options``, in order: the options resolved once into a
+        :class:`SearchRequest` per distinct query, and one :meth:`_search_many` for all."""
         self.check_open()
         max_chars = self.settings.query.max_chars
         texts = [ParsedQuery.bound(q, max_chars) if isinstance(q, str) else "" for q in queries]
         wanted = self.indexed_sources()
-        if sources is not None:
-            wanted &= frozenset(sources)
+        if options.sources is not None:
+            wanted &= options.sources
         asked = [t for t in dict.fromkeys(texts) if t]
         if not asked or not wanted:
             return [[] for _ in texts]
+        session_key = options.session_key
         self._sync_before_search(session_key)
         query_settings = self.settings.query
-        limit = max(1, max_results or query_settings.max_results)
+        limit = max(1, options.max_results or query_settings.max_results)
+        min_score = options.min_score
         if min_score is None:
             min_score = self.default_min_score
         requests = [

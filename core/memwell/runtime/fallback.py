@@ -10,9 +10,11 @@ from memwell.contract import recall_protocols as protocols
 from memwell.contract.errors import BackendUnavailableError, PathNotAllowedError, ProviderError
 from memwell.contract.manager import (
     BaseMemoryManager,
+    BatchSearchMixin,
     DelegatingManager,
     MemorySearchManager,
     ProgressCallback,
+    search_batch,
 )
 from memwell.contract.models import (
     FallbackStatus,
@@ -21,12 +23,13 @@ from memwell.contract.models import (
     ProbeResult,
     ReadFileResult,
 )
+from memwell.contract.search_options import SearchOptions
 from memwell.util.lazy_import import lazy_logger
 
 log = lazy_logger(__name__)
 
 
-class FallbackMemoryManager(BaseMemoryManager):
+class FallbackMemoryManager(BatchSearchMixin, BaseMemoryManager):
     """Wrap ``primary``; on its first failure switch to a lazily built fallback for good.
 
     The first exception from the primary (other than a refused path, which is the caller's
@@ -134,48 +137,13 @@ class FallbackMemoryManager(BaseMemoryManager):
                 self._switch(exc)
         return run(self._get_fallback())
 
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        result: list[MemorySearchResult] = self._call(
-            "search",
-            query,
-            max_results=max_results,
-            min_score=min_score,
-            session_key=session_key,
-            sources=sources,
-        )
-        return result
-
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
+    def search_batch(
+        self, queries: Sequence[str], options: SearchOptions
     ) -> list[list[MemorySearchResult]]:
-        """Batch search on the active manager (see
-        :func:`memwell.contract.recall_protocols.search_many`)."""
-
-        def run(manager: MemorySearchManager) -> list[list[MemorySearchResult]]:
-            return protocols.search_many(
-                manager,
-                queries,
-                max_results=max_results,
-                min_score=min_score,
-                session_key=session_key,
-                sources=sources,
-            )
-
-        result: list[list[MemorySearchResult]] = self._call_with(run)
+        """Batch search on the active manager (:func:`~memwell.contract.manager.search_batch`)."""
+        result: list[list[MemorySearchResult]] = self._call_with(
+            lambda manager: search_batch(manager, queries, options)
+        )
         return result
 
     def content_version(self) -> str | None:

@@ -17,12 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
 from memwell.contract.config import MemwellSettings, plugin_config
 from memwell.contract.descriptors import ProviderContext, RerankerSpec
 from memwell.contract.descriptors import Reranker as Reranker
 from memwell.contract.errors import ConfigError
-from memwell.contract.manager import DelegatingManager, MemorySearchManager
+from memwell.contract.manager import DelegatingManager, MemorySearchManager, search_batch
 from memwell.contract.models import MemorySearchResult
+from memwell.contract.search_options import SearchOptions
 from memwell.registry.plugins import PluginRegistry
 from memwell.util.lazy_import import lazy_logger
 
@@ -58,47 +61,33 @@ class RerankingManager(DelegatingManager):
         self.settings = settings
         self.last_error: str | None = None
 
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
+    def search_batch(
+        self, queries: Sequence[str], options: SearchOptions
     ) -> list[list[MemorySearchResult]]:
-        """Each query reranked (a batch must not reach the backend's ``search_many`` past
-        this stage); the reranker scores one query's hits at a time anyway."""
-        return [
-            self.search(
-                q,
-                max_results=max_results,
-                min_score=min_score,
-                session_key=session_key,
-                sources=sources,
-            )
-            for q in queries
-        ]
-
-    def search(
-        self,
-        query: str,
-        *,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        session_key: str | None = None,
-        sources: Sequence[str] | None = None,
-    ) -> list[MemorySearchResult]:
-        limit = max_results if max_results is not None else self.settings.query.max_results
-        floor = min_score if min_score is not None else self.settings.query.min_score
+        """Every query's hits reranked: one batch down to the backend for all of them, with
+        ``[rerank] candidates`` hits each (without a floor when the reranker's score is all
+        that counts); the reranker scores one query's hits at a time."""
+        query_settings = self.settings.query
+        limit = (
+            options.max_results if options.max_results is not None else query_settings.max_results
+        )
+        floor = options.min_score if options.min_score is not None else query_settings.min_score
         weight = self.settings.rerank.weight
-        hits = self._inner.search(
-            query,
+        wider = msgspec.structs.replace(
+            options,
             max_results=max(limit, self.settings.rerank.candidates),
             min_score=floor if weight < 1 else 0.0,
-            session_key=session_key,
-            sources=sources,
         )
+        found = search_batch(self._inner, queries, wider)
+        return [
+            self._rerank(query, hits, limit, floor, weight)
+            for query, hits in zip(queries, found, strict=True)
+        ]
+
+    def _rerank(
+        self, query: str, hits: list[MemorySearchResult], limit: int, floor: float, weight: float
+    ) -> list[MemorySearchResult]:
+        """``hits`` rescored by the reranker, floored by ``floor`` and cut to ``limit``."""
         if not hits:
             return []
         try:
