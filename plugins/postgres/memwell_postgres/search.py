@@ -7,13 +7,15 @@ one exists, as the builtin backend does (their IDF is zero there).
 
 The keyword part is exact and pruned (MaxScore over term bounds): each term's contribution
 is at most ``idf * (k1 + 1)``. The postings of the rarest terms (:data:`SEED_POSTINGS`) give
-seed chunks whose full scores set ``theta``, at most the true ``limit``-th best. The terms
-of smallest bounds adding up to less than ``theta`` (the *optional* ones) cannot lift a chunk
-there alone, so candidates are the postings of the other (*essential*) terms, scored on
-them; the ``limit``-th best partial score is a second floor, and the optional terms'
-postings are looked up only for candidates whose partial score plus the optional bounds
-reaches it. The result is exactly BM25's best ``limit`` (ties by chunk id). (Per-block bounds
-over chunk-id blocks pruned almost nothing: nearly every block holds the common terms.)
+seed chunks whose full scores (one index probe per term and seed: ``OFFSET 0`` keeps the
+planner from reading every posting of every term instead) set ``theta``, at most the true
+``limit``-th best. The terms of smallest bounds adding up to less than ``theta`` (the
+*optional* ones) cannot lift a chunk there alone, so candidates are the postings of the other
+(*essential*) terms, scored on them; the ``limit``-th best partial score is a second floor,
+and the optional terms' postings are looked up only for candidates whose partial score plus
+the optional bounds reaches it. The result is exactly BM25's best ``limit`` (ties by chunk
+id). (Per-block bounds over chunk-id blocks pruned almost nothing: nearly every block holds
+the common terms.)
 
 Vector relevance is the cosine similarity, exact below ``exact_search_below`` chunks, else
 through the generation's HNSW index; keyword candidates also carry their exact cosine, so
