@@ -10,12 +10,12 @@ real corpus's document frequencies; vectors are random unit vectors (384 dimensi
 size), so the vector side measures pgvector's cost, not a model's quality (``bench/
 bench_postgres_recall.py`` measures recall on real embeddings). Queries are real SciFact
 claims, each with a random unit vector. The chunks are loaded with the backend's own store
-code (binary COPY, postings, block bounds, HNSW), not by reading Markdown files.
+code (binary COPY, postings, HNSW), not by reading Markdown files.
 
 "previous" is what the commit before issue 46 ran per hybrid search: the pool's health check,
 the statistics statement, then BM25 over the ``tsvector`` of every chunk matching the rarest
 terms (GIN index) with the HNSW candidates; "new" is :func:`memwell_postgres.search.run_search`
-(one prepared statement, postings with block-max pruning). Both fetch 40 keyword and 40
+(one prepared statement, postings with MaxScore pruning). Both fetch 40 keyword and 40
 vector candidates with their text. For each size and client count the two run in turn, twice,
 and each figure is the median of its two rounds: p50 / p95 latency, queries/s, and server CPU
 per search (user + system time of every server process over the round, divided by the
@@ -126,7 +126,7 @@ def load(db: Database, store: Store, chunks: int, words: list[str], probs: np.nd
     def flush() -> None:
         with db.connection() as conn, conn.transaction():
             conn.execute("SET LOCAL synchronous_commit = off")
-            loaded.merge(store.insert_chunks(conn, generation, batch, MODEL, bounds=False))
+            loaded.merge(store.insert_chunks(conn, generation, batch, MODEL))
             store.copy_files(
                 conn, generation, [FileRow(p, p, 0, 0, "bench", "bench") for p, _ in batch]
             )
@@ -142,7 +142,6 @@ def load(db: Database, store: Store, chunks: int, words: list[str], probs: np.nd
         with conn.transaction():
             store.add_counts(conn, generation, loaded.chunks, loaded.tokens)
             store.copy_term_stats(conn, generation, loaded.df)
-            store.postings.build_bounds(conn, generation)
         build = ensure_generation_indexes(
             conn, store.schema, store.namespace, generation, (MODEL, DIMS), db.config
         )

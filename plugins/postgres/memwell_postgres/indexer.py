@@ -197,7 +197,7 @@ class Indexer:
                         # so its batches need not wait for the disk; the switch does.
                         conn.execute("SET LOCAL synchronous_commit = off")
                         batch_loaded = self.store.insert_chunks(
-                            conn, generation, files, self.model(), bounds=False
+                            conn, generation, files, self.model()
                         )
                         self.store.copy_files(conn, generation, [item.row for item in prepared])
                     loaded.merge(batch_loaded)
@@ -207,7 +207,6 @@ class Indexer:
                 with lock_conn.transaction():
                     self.store.add_counts(lock_conn, generation, loaded.chunks, loaded.tokens)
                     self.store.copy_term_stats(lock_conn, generation, loaded.df)
-                    self.store.postings.build_bounds(lock_conn, generation)
                 log.info(
                     "loaded %d chunks into generation %s; building its indexes",
                     loaded.chunks,

@@ -149,7 +149,7 @@ class PostgresMemoryManager(MemoryBackend):
             "schema": self.config.schema_name,
             "host_id": self.indexer.host,
             "generation": None if active is None else active.generation,
-            "keyword_index": "postings (block-max BM25)",
+            "keyword_index": "postings (MaxScore BM25)",
         }
         if self.migration is not None:
             custom["migrated"] = self.migration

@@ -1,12 +1,6 @@
-"""The keyword index: one posting per (term, chunk) and the per-block bounds of each term.
-
-``postings`` holds each term's frequency in a chunk and the chunk's BM25 length;
-``posting_blocks`` holds, per term and block of :data:`BLOCK_SIZE` consecutive chunk ids, the
-largest frequency and the smallest length among that term's postings in the block. Those two
-give an upper bound of the term's BM25 contribution to any chunk of the block, whatever the
-average length, which lets a search skip every block that cannot reach the best ``limit``
-(:mod:`.search`). A bound stays valid when chunks go (it may only be loose), so deletions
-leave blocks as they are; insertions raise the bounds in the same transaction.
+"""The keyword index: one posting per (term, chunk), with the term's frequency in the chunk
+and the chunk's BM25 length (:mod:`.search` reads them with MaxScore pruning). Writers add
+and delete a file's postings in the file's own transaction.
 """
 
 from __future__ import annotations
@@ -17,10 +11,6 @@ from psycopg import sql
 
 from . import copy_binary
 from .db import Conn
-
-BLOCK_SHIFT = 7
-BLOCK_SIZE = 1 << BLOCK_SHIFT
-"""Chunk ids per block (blocks are ranges of ids: ``chunk_id >> BLOCK_SHIFT``)."""
 
 Posting = tuple[str, int, int, int]
 """(lexeme, chunk id, term frequency, chunk length)."""
@@ -36,9 +26,7 @@ class Postings:
     def _q(self, template: str) -> sql.Composed:
         return sql.SQL(template).format(
             p=sql.Identifier(self.schema, "postings"),
-            b=sql.Identifier(self.schema, "posting_blocks"),
             c=sql.Identifier(self.schema, "chunks"),
-            shift=sql.Literal(BLOCK_SHIFT),
         )
 
     def copy(self, conn: Conn, generation: int, postings: Iterable[Posting]) -> None:
@@ -62,36 +50,6 @@ class Postings:
             ),
         )
 
-    def raise_bounds(self, conn: Conn, generation: int, postings: Sequence[Posting]) -> None:
-        """Widen the bounds of the blocks ``postings`` fall in (in key order, so concurrent
-        writers never deadlock)."""
-        bounds: dict[tuple[str, int], tuple[int, int]] = {}
-        for lexeme, chunk_id, tf, length in postings:
-            key = (lexeme, chunk_id >> BLOCK_SHIFT)
-            old = bounds.get(key)
-            bounds[key] = (tf, length) if old is None else (max(old[0], tf), min(old[1], length))
-        if not bounds:
-            return
-        keys = sorted(bounds)
-        conn.execute(
-            self._q(
-                "INSERT INTO {b} AS b (namespace, generation, lexeme, block, max_tf, min_len) "
-                "SELECT %s, %s, t.lexeme, t.block, t.tf, t.len FROM unnest(%s::text[], "
-                "%s::bigint[], %s::int[], %s::int[]) AS t(lexeme, block, tf, len) "
-                "ON CONFLICT (namespace, generation, lexeme, block) DO UPDATE SET "
-                "max_tf = greatest(b.max_tf, EXCLUDED.max_tf), "
-                "min_len = least(b.min_len, EXCLUDED.min_len)"
-            ),
-            (
-                self.namespace,
-                generation,
-                [k[0] for k in keys],
-                [k[1] for k in keys],
-                [bounds[k][0] for k in keys],
-                [bounds[k][1] for k in keys],
-            ),
-        )
-
     def delete(
         self, conn: Conn, generation: int, rows: Iterable[tuple[int, Sequence[str]]]
     ) -> None:
@@ -108,28 +66,13 @@ class Postings:
             ([p[0] for p in pairs], [p[1] for p in pairs], self.namespace, generation),
         )
 
-    def build_bounds(self, conn: Conn, generation: int) -> None:
-        """Every block bound of a freshly loaded generation, from its postings."""
+    def from_tsvectors(self, conn: Conn, generation: int) -> int:
+        """Rebuild a generation's postings from its chunks' ``tsvector`` values (a namespace
+        indexed before postings existed); returns the postings written."""
         conn.execute(
-            self._q(
-                "INSERT INTO {b} (namespace, generation, lexeme, block, max_tf, min_len) "
-                "SELECT namespace, generation, lexeme, chunk_id >> {shift}, max(tf), min(len) "
-                "FROM {p} WHERE namespace = %s AND generation = %s "
-                "GROUP BY namespace, generation, lexeme, chunk_id >> {shift}"
-            ),
+            self._q("DELETE FROM {p} WHERE namespace = %s AND generation = %s"),
             (self.namespace, generation),
         )
-
-    def from_tsvectors(self, conn: Conn, generation: int) -> int:
-        """Rebuild a generation's postings and bounds from its chunks' ``tsvector`` values
-        (a namespace indexed before postings existed); returns the postings written."""
-        for table in ("postings", "posting_blocks"):
-            conn.execute(
-                sql.SQL("DELETE FROM {} WHERE namespace = %s AND generation = %s").format(
-                    sql.Identifier(self.schema, table)
-                ),
-                (self.namespace, generation),
-            )
         written = conn.execute(
             self._q(
                 "INSERT INTO {p} (namespace, generation, lexeme, chunk_id, tf, len) "
@@ -139,10 +82,9 @@ class Postings:
             ),
             (self.namespace, generation),
         ).rowcount
-        self.build_bounds(conn, generation)
         return written
 
     def analyze(self, conn: Conn) -> None:
         """Vacuum and analyze after a bulk load (planner statistics, index-only scans)."""
-        for table in ("postings", "posting_blocks", "chunks"):
+        for table in ("postings", "chunks"):
             conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(self.schema, table)))

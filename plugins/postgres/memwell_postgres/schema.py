@@ -85,15 +85,7 @@ CREATE TABLE IF NOT EXISTS {schema}.postings (
     tf integer NOT NULL,
     len integer NOT NULL
 );
-CREATE TABLE IF NOT EXISTS {schema}.posting_blocks (
-    namespace text NOT NULL,
-    generation bigint NOT NULL,
-    lexeme text NOT NULL,
-    block bigint NOT NULL,
-    max_tf integer NOT NULL,
-    min_len integer NOT NULL,
-    PRIMARY KEY (namespace, generation, lexeme, block) INCLUDE (max_tf, min_len)
-);
+DROP TABLE IF EXISTS {schema}.posting_blocks;
 CREATE TABLE IF NOT EXISTS {schema}.embedding_cache (
     provider text NOT NULL,
     model text NOT NULL,

@@ -236,7 +236,7 @@ class Store:
             for generation in generations:
                 drop_generation_indexes(conn, self.schema, self.namespace, generation)
             if generations:
-                for table in ("chunks", "files", "term_stats", "postings", "posting_blocks"):
+                for table in ("chunks", "files", "term_stats", "postings"):
                     conn.execute(
                         self.q(
                             "DELETE FROM {t} WHERE namespace = %s AND generation = ANY(%s)",
@@ -319,7 +319,6 @@ class Store:
             generation,
             [(path, [c for c in chunks if c.key not in kept])],
             model,
-            bounds=True,
         )
         self.apply_delta(conn, generation, added, removed)
 
@@ -329,12 +328,9 @@ class Store:
         generation: int,
         files: Sequence[tuple[str, Sequence[ChunkRow]]],
         model: str,
-        *,
-        bounds: bool,
     ) -> Loaded:
         """COPY the chunks of ``files`` (path, chunks) and their postings in, each in one
-        binary COPY; returns what they add to the generation's statistics. ``bounds`` raises
-        the block bounds now (a full rebuild computes them all at the end instead)."""
+        binary COPY; returns what they add to the generation's statistics."""
         loaded = Loaded()
         count = sum(len(chunks) for _, chunks in files)
         if not count:
@@ -386,8 +382,6 @@ class Store:
             rows(),
         )
         self.postings.copy(conn, generation, postings)
-        if bounds:
-            self.postings.raise_bounds(conn, generation, postings)
         return loaded
 
     def _new_ids(self, conn: Conn, count: int) -> list[int]:
