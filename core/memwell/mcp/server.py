@@ -79,6 +79,7 @@ from memwell.contract.manager import MemorySearchManager
 from memwell.contract.recall_protocols import warm
 from memwell.mcp.http_guard import HTTP_HOST, GuardedHttp, bind_http
 from memwell.mcp.jsonrpc import screened_stdio
+from memwell.mcp.lingering_close import lingering
 from memwell.registry.plugins import PluginRegistry
 from memwell.util.lazy_import import lazy_logger
 from memwell.writing import MemoryWriter
@@ -350,6 +351,8 @@ class McpMemoryServer:
             app = self.server.streamable_http_app(streamable_http_path=HTTP_PATH, host=HTTP_HOST)
             guarded = GuardedHttp(app, port=port, token=token)
             config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
+            config.load()
+            config.http_protocol_class = lingering(config.http_protocol_class)
             self._start_sync()
 
             class _Server(uvicorn.Server):

@@ -30,16 +30,20 @@ def raw_exchange(
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not _complete(received):
             readable, writable, _ = select.select([sock], [sock] if pending else [], [], 1.0)
-            try:
-                if readable:
+            if readable:
+                try:
                     data = sock.recv(65536)
-                    if not data:
-                        break
-                    received += data
-                elif writable:
+                except ConnectionResetError:
+                    break
+                if not data:
+                    break
+                received += data
+            elif writable:
+                try:
                     pending = pending[sock.send(pending) :] or memoryview(next(chunks, b""))
-            except (BrokenPipeError, ConnectionResetError):
-                break
+                except (BrokenPipeError, ConnectionResetError):
+                    # The server stopped reading; what it answered may still wait unread.
+                    pending = memoryview(b"")
     status_line, _, rest = received.partition(b"\r\n")
     if not status_line.startswith(b"HTTP/1.1 "):
         return 0, b""
