@@ -6,7 +6,8 @@
 Runs ``memwell eval`` for every direction (zh -> zh, en -> en, and cross-lingual en -> zh,
 zh -> en: the questions of one language asked of the other's paragraphs, matched by id with
 ``--queries``), keyword-only once and vector-only and hybrid per provider, and prints nDCG@10,
-the score floor's ``floor_kept`` (the share of answers the default floor keeps), the index
+the score floor's ``floor_kept`` (the share of answers the default floor keeps) and
+``floor_dropped`` (the share of the other paragraphs among the first 6 hits it drops), the index
 time with chunks per second, and the search p50. Indexes are kept under ``--workdir``
 (default: a folder in the system's temp dir), so a re-run only searches.
 """
@@ -54,14 +55,17 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows))
         return
-    print("| direction | mode | provider | nDCG@10 | R@10 | floor_kept | index | p50 ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| direction | mode | provider | nDCG@10 | R@10 | floor kept | dropped | index | p50 ms |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         seconds = row["index_seconds"]
         index = f"{seconds:.1f} s ({row['chunks'] / seconds:.1f})" if row["built"] else "reused"
         print(
             f"| {row['direction']} | {row['mode']} | {row['provider']} | {row['ndcg_at_10']:.3f}"
-            f" | {row['recall_at_10']:.3f} | {row['floor_kept']:.3f} | {index}"
+            f" | {row['recall_at_10']:.3f} | {row['floor_kept']:.3f}"
+            f" | {row['floor_dropped']:.3f} | {index}"
             f" | {row['search_ms_p50']} |"
         )
 

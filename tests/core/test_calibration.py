@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memwell.contract.config import HybridSettings
 from memwell.contract.embeddings import to_unit_matrix
-from memwell.retrieval.calibration import CALIBRATION_ID, PROBE_PAIRS, Calibration, calibrate
+from memwell.retrieval.calibration import (
+    CALIBRATION_ID,
+    PROBE_PAIRS,
+    TRANSLATED_PROBES,
+    Calibration,
+    calibrate,
+)
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.pipeline import fuse_hybrid
 from memwell.testing import HashEmbeddingProvider
@@ -112,3 +118,103 @@ def test_fusion_ranking_is_kept_and_the_floor_is_strict(
         assert after.score == pytest.approx(cal.fused_score(before.score, 0.7))
     assert all(c.score >= 0.5 for c in fused(cal, 0.5))
     assert len(fused(cal, 0.5)) == sum(1 for c in calibrated if c.score >= 0.5)
+
+
+# -- across scripts (Calibration.align) ---------------------------------------------------------
+
+SAME, CROSS = (0.74, 0.83), (0.73, 0.80)
+ENGLISH_REF, CHINESE_REF = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
+
+
+def multilingual(baseline: float = 0.5) -> Calibration:
+    return Calibration(*SAME, CROSS, ("zh",), (ENGLISH_REF, CHINESE_REF), baseline)
+
+
+def hit(name: str, text: str, cosine: float) -> Candidate:
+    return Candidate(name, f"{name}.md", 1, 1, text, vector_score=cosine, score=cosine)
+
+
+@given(cosines, cosines)
+def test_aligned_is_increasing_and_maps_cross_anchors_onto_the_same_script_ones(
+    a: float, b: float
+) -> None:
+    cal = multilingual()
+    low, high = sorted((a, b))
+    assert -1.0 <= cal.aligned(low) <= cal.aligned(high) <= 1.0
+    assert cal.aligned(CROSS[0]) == pytest.approx(SAME[0])
+    assert cal.aligned(CROSS[1]) == pytest.approx(SAME[1])
+    assert cal.aligned(-1.0) == pytest.approx(-1.0) and cal.aligned(1.0) == pytest.approx(1.0)
+
+
+def test_align_moves_only_hits_in_the_other_script_and_reranks() -> None:
+    cal = multilingual()
+    english = hit("en", "The staging database listens on port 5433.", 0.78)
+    chinese = hit("zh", "预发布环境的数据库监听 5433 端口。", 0.77)
+    aligned = cal.align([english, chinese], "which port does the staging database use?")
+    # the Chinese answer's 0.77 is above the cross-script midpoint: it now ranks first
+    assert [c.id for c in aligned] == ["zh", "en"]
+    assert aligned[0].vector_score == aligned[0].score == pytest.approx(cal.aligned(0.77))
+    assert aligned[1] == english
+    # a Chinese question moves the English note instead
+    back = cal.align([english, chinese], "预发布数据库用哪个端口？")
+    assert {c.id: c.vector_score for c in back} == pytest.approx(
+        {"en": cal.aligned(0.78), "zh": 0.77}
+    )
+
+
+def test_align_corrects_by_the_querys_distance_to_the_hits_script() -> None:
+    cal = multilingual(baseline=0.5)
+    chinese = hit("zh", "预发布环境的数据库监听 5433 端口。", 0.76)
+    english_question = "which port does the staging database use?"
+    # a query as far from Chinese notes as the probe questions are: plain alignment
+    typical = np.array([0.0, 0.5, 0.866], dtype=np.float32)
+    assert cal.offset(english_question, typical) == pytest.approx(0.0, abs=1e-6)
+    (plain,) = cal.align([chinese], english_question, typical)
+    assert plain.vector_score == pytest.approx(cal.aligned(0.76), abs=1e-6)
+    # a query further from every Chinese note (0.2 below the probes): its cosine counts more
+    far = np.array([0.0, 0.3, 0.954], dtype=np.float32)
+    assert cal.offset(english_question, far) == pytest.approx(-0.2, abs=1e-6)
+    (lifted,) = cal.align([chinese], english_question, far)
+    assert lifted.vector_score == pytest.approx(cal.aligned(0.96), abs=1e-6)
+    # a Chinese question is measured against the English reference
+    assert cal.offset("预发布数据库用哪个端口？", far) == pytest.approx(-0.5, abs=1e-6)
+    # without the query's vector (a backend that does not pass it) the offset is 0
+    assert cal.offset(english_question, None) == 0.0
+
+
+def test_align_without_cross_anchors_returns_the_hits_as_they_are() -> None:
+    cal = Calibration(*SAME)
+    hits = [hit("zh", "预发布环境的数据库监听 5433 端口。", 0.5), hit("en", "port 5433", 0.7)]
+    assert cal.align(hits, "which port?", np.ones(3, dtype=np.float32)) == hits
+    assert cal.aligned(0.42) == 0.42
+
+
+def test_cross_calibration_round_trips_and_is_checked() -> None:
+    cal = multilingual(baseline=0.61)
+    data = cal.to_json()
+    assert data["id"].startswith("probe-logistic-cross-v2:") and data["baseline"] == 0.61
+    assert Calibration.from_json(data) == cal
+    assert Calibration.from_json({**data, "id": data["id"].replace("v2", "v1")}) is None
+    assert Calibration.from_json({k: v for k, v in data.items() if k != "references"}) is None
+    with pytest.raises(ValueError, match="languages and references"):
+        Calibration(*SAME, CROSS, ("zh",))
+    with pytest.raises(ValueError, match="same dimensions"):
+        Calibration(*SAME, CROSS, ("zh",), (ENGLISH_REF, (1.0, 0.0)))
+
+
+def test_a_language_agnostic_model_measures_the_same_scale_across_scripts() -> None:
+    # a model that embeds a translation exactly like its original: cross == same, offset 0
+    translated = dict(zip(TRANSLATED_PROBES["zh"], PROBE_PAIRS, strict=True))
+    originals = {text: en for pair in translated.items() for text, en in zip(*pair, strict=True)}
+    provider = HashEmbeddingProvider()
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return to_unit_matrix(provider.embed_batch([originals.get(t, t) for t in texts]))
+
+    cal = calibrate(embed, embed, ("zh",))
+    assert cal is not None and cal.cross == pytest.approx((cal.unrelated, cal.related))
+    assert cal.references is not None and cal.references[0] == cal.references[1]
+    questions = embed([q for q, _ in PROBE_PAIRS])
+    offsets = [cal.offset(q, v) for (q, _), v in zip(PROBE_PAIRS, questions, strict=True)]
+    assert np.mean(offsets) == pytest.approx(0.0, abs=1e-5)
+    assert calibrate(embed, embed) == Calibration(cal.unrelated, cal.related)

@@ -30,6 +30,16 @@ asked in one script and answered in the other. That gives ``cross`` anchors, and
 query (:func:`~memwell.retrieval.cjk.other_script`) on the same-script scale, so an answer
 ranks and passes the floor alike in either language. Models that declare no such language
 (the default all-MiniLM-L6-v2) are measured and scored exactly as before.
+
+How far a question sits from text of the other script also depends on the question: an
+encyclopaedia question sits further from every Chinese note than a probe question does
+(multilingual-e5-small: 0.70 from the mean Chinese probe note against 0.74), so on the probes'
+cross scale its answer looked unrelated. Before alignment a cross-script cosine is therefore
+corrected by the query's own distance to that script: its cosine with the mean vector of the
+probe notes in the hit's script (``references``), less the probe questions' average
+(``baseline``), as CSLS corrects cross-lingual similarities by each side's neighbourhood. The
+reference is the fixed probe set, never the corpus, so a score still depends only on the
+model and the query.
 """
 
 from __future__ import annotations
@@ -44,11 +54,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.cjk import other_script
+from memwell.retrieval.cjk import cjk_share, other_script
 from memwell.util.lazy_import import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from memwell.contract.embeddings import Vector
 else:
     np = lazy_module("numpy")  # only calibrate() needs it: keyword-only searches never do
 
@@ -123,7 +135,7 @@ CALIBRATION_ID = (
         json.dumps([PROBE_PAIRS, MIDPOINT, STEEPNESS], ensure_ascii=False).encode()
     ).hexdigest()[:16]
 )
-CROSS_METHOD = "probe-logistic-cross-v1"
+CROSS_METHOD = "probe-logistic-cross-v2"
 
 
 def probe_languages(provider: object) -> tuple[str, ...]:
@@ -154,17 +166,28 @@ def _check_anchors(unrelated: float, related: float) -> None:
 
 class Calibration(msgspec.Struct, frozen=True):
     """A model's two anchors on the cosine scale (see the module docstring); a multilingual
-    model's also across scripts: ``cross`` (unrelated, related), measured in ``languages``."""
+    model's also across scripts: ``cross`` (unrelated, related), measured in ``languages``,
+    with the mean probe-note vectors in English and in ``languages`` (``references``) and
+    the probe questions' mean cosine with the other script's (``baseline``)."""
 
     unrelated: float
     related: float
     cross: tuple[float, float] | None = None
     languages: tuple[str, ...] = ()
+    references: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    baseline: float = 0.0
 
     def __post_init__(self) -> None:
         _check_anchors(self.unrelated, self.related)
-        if (self.cross is None) != (not self.languages):
-            raise ValueError("cross-script anchors come with the languages they were measured in")
+        if (self.cross is None) != (not self.languages) or (self.cross is None) != (
+            self.references is None
+        ):
+            raise ValueError(
+                "cross-script anchors come with the languages and references they were "
+                "measured with"
+            )
+        if self.references is not None and len({len(r) for r in self.references}) != 1:
+            raise ValueError("the two reference vectors must have the same dimensions")
         if self.cross is not None:
             _check_anchors(*self.cross)
             inside = (self.cross[0], self.cross[1], self.unrelated, self.related)
@@ -189,15 +212,30 @@ class Calibration(msgspec.Struct, frozen=True):
                 return y0 + (cosine - x0) * (y1 - y0) / (x1 - x0)
         return cosine
 
-    def align(self, vector: Sequence[Candidate], query: str) -> list[Candidate]:
+    def offset(self, query: str, query_vector: Vector | None) -> float:
+        """How much nearer than the probe questions ``query`` (embedded as ``query_vector``)
+        sits to notes written in the other script: its cosine with their mean vector, less
+        :attr:`baseline`; 0 without the vector or the references."""
+        if query_vector is None or self.references is None:
+            return 0.0
+        reference = self.references[0 if cjk_share(query) > 0.5 else 1]
+        return float(np.dot(np.asarray(query_vector, dtype=np.float64), reference)) - self.baseline
+
+    def align(
+        self, vector: Sequence[Candidate], query: str, query_vector: Vector | None = None
+    ) -> list[Candidate]:
         """Vector hits with the cosine of each one written in another script than ``query``
-        :meth:`aligned`, best first; the hits themselves when there are no cross anchors."""
+        less the query's :meth:`offset`, then :meth:`aligned`, best first; the hits
+        themselves when there are no cross anchors."""
         if self.cross is None:
             return list(vector)
         moved = []
+        offset: float | None = None
         for c in vector:
             if other_script(query, c.text):
-                score = self.aligned(c.vector_score)
+                if offset is None:  # once per query, and only when a hit needs it
+                    offset = self.offset(query, query_vector)
+                score = self.aligned(c.vector_score - offset)
                 c = replace(c, vector_score=score, score=score)
             moved.append(c)
         return sorted(moved, key=lambda c: c.vector_score, reverse=True)
@@ -225,8 +263,9 @@ class Calibration(msgspec.Struct, frozen=True):
         """What the index stores, with its :attr:`id`."""
         data: dict[str, Any] = {"id": self.id, "unrelated": self.unrelated}
         data["related"] = self.related
-        if self.cross is not None:
+        if self.cross is not None and self.references is not None:
             data |= {"cross": list(self.cross), "languages": list(self.languages)}
+            data |= {"references": [list(r) for r in self.references], "baseline": self.baseline}
         return data
 
     @classmethod
@@ -235,12 +274,14 @@ class Calibration(msgspec.Struct, frozen=True):
         if not data:
             return None
         try:
-            cross = data.get("cross")
+            cross, refs = data.get("cross"), data.get("references")
             stored = cls(
                 float(data["unrelated"]),
                 float(data["related"]),
                 (float(cross[0]), float(cross[1])) if cross is not None else None,
                 tuple(str(lang) for lang in data.get("languages") or ()),
+                (_floats(refs[0]), _floats(refs[1])) if refs is not None else None,
+                float(data.get("baseline", 0.0)),
             )
         except (KeyError, TypeError, ValueError, IndexError):
             return None
@@ -248,6 +289,10 @@ class Calibration(msgspec.Struct, frozen=True):
         if any(lang not in TRANSLATED_PROBES for lang in languages):
             return None
         return stored if data.get("id") == calibration_id(languages) else None
+
+
+def _floats(values: Sequence[Any]) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)
 
 
 Embed = Callable[[Sequence[str]], Any]
@@ -285,10 +330,11 @@ def calibrate(
         return None
     if not languages:
         return Calibration(*same)
-    blocks = []
+    blocks, translated = [], []
     for lang in languages:
         pairs = TRANSLATED_PROBES[lang]
-        blocks.append(questions @ _embed(embed_documents, [n for _, n in pairs]).T)
+        translated.append(_embed(embed_documents, [n for _, n in pairs]))
+        blocks.append(questions @ translated[-1].T)
         blocks.append(_embed(embed_queries, [q for q, _ in pairs]) @ notes.T)
     cross = _anchors(blocks)
     if cross is None:
@@ -296,4 +342,10 @@ def calibrate(
             f"the model rates no answer across scripts ({', '.join(languages)} and English) "
             "above unrelated text, though it declares those languages"
         )
-    return Calibration(*same, cross=cross, languages=tuple(languages))
+    references = (_mean_vector(notes), _mean_vector(np.vstack(translated)))
+    baseline = round(float(np.mean([b.mean() for b in blocks])), 6)
+    return Calibration(*same, cross, tuple(languages), references, baseline)
+
+
+def _mean_vector(rows: Any) -> tuple[float, ...]:
+    return tuple(round(float(v), 6) for v in rows.mean(axis=0))

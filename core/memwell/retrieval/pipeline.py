@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from memwell.contract.config import HybridSettings
 from memwell.retrieval.boolean import apply_boolean
@@ -24,6 +25,9 @@ from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weight
 from memwell.retrieval.mmr import mmr_rerank
 from memwell.retrieval.routing import apply_route
 from memwell.retrieval.superseded import demote_superseded
+
+if TYPE_CHECKING:
+    from memwell.contract.embeddings import Vector
 
 MtimeOf = Callable[[str], float | None]
 
@@ -67,6 +71,7 @@ def fuse_hybrid(
     mtime_of: MtimeOf,
     calibration: Calibration | None = None,
     query: str = "",
+    query_vector: Vector | None = None,
 ) -> list[Candidate]:
     """Fuse both candidate lists, rank them (:func:`rank_candidates`), then apply the floor.
 
@@ -78,10 +83,11 @@ def fuse_hybrid(
     (:func:`~memwell.retrieval.dialogue.dialogue_weights`). A keyword hit written in another
     script than the query (:func:`~memwell.retrieval.cjk.other_script`: a shared number or
     name is all it can match) keeps only its vector evidence, and with a multilingual
-    ``calibration`` its cosine is placed on the same-script scale (:meth:`Calibration.align`).
+    ``calibration`` its cosine is placed on the same-script scale (:meth:`Calibration.align`,
+    corrected by the query's own distance to that script when its ``query_vector`` is given).
     """
     if calibration is not None:
-        vector = calibration.align(vector, query)
+        vector = calibration.align(vector, query, query_vector)
     hybrid = dialogue_weights(hybrid, vector, keyword)
     keyword = [replace(c, text_score=0.0) if other_script(query, c.text) else c for c in keyword]
     vector_weight, text_weight = normalize_weights(hybrid.vector_weight, hybrid.text_weight)

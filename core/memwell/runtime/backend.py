@@ -288,9 +288,11 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
         vector: Sequence[Candidate],
         keyword: Sequence[Candidate],
         request: SearchRequest,
+        query_vector: Vector | None = None,
     ) -> list[Candidate]:
         """Hybrid ranking: fusion, decay, sort, MMR, then the floor; scores are calibrated
-        for the provider (:meth:`score_calibration`), as the builtin backend's are."""
+        for the provider (:meth:`score_calibration`), as the builtin backend's are (across
+        scripts with the query's own offset when its ``query_vector`` is given)."""
         return fuse_hybrid(
             vector,
             keyword,
@@ -300,6 +302,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
             mtime_of=self.mtime_of,
             calibration=self.score_calibration() if vector else None,
             query=request.query,
+            query_vector=query_vector,
         )
 
     def score_calibration(self) -> Calibration | None:

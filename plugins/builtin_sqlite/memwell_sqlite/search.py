@@ -288,7 +288,7 @@ class Searcher:
                 vector = self.with_file_similarity(store, vector, query_vector, model)
         if not use_fts:
             if calibration is not None:
-                vector = calibration.align(vector, query)
+                vector = calibration.align(vector, query, query_vector)
                 for cand in vector:
                     cand.score = calibration.score(cand.score)
             return [c for c in vector if c.score >= request.min_score][: request.limit]
@@ -301,4 +301,5 @@ class Searcher:
             mtime_of=self._mtime,
             calibration=calibration,
             query=query,
+            query_vector=query_vector,
         )

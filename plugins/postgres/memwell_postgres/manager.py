@@ -136,7 +136,7 @@ class PostgresMemoryManager(MemoryBackend):
             return [c for c in found.vector if c.score >= request.min_score][: request.limit]
         _scale_keyword(found.keyword, relative=True)
         vector_side = with_cosines(found.vector, found.keyword, found.cosines)
-        return self.rank_hybrid(vector_side, found.keyword, request)
+        return self.rank_hybrid(vector_side, found.keyword, request, vector)
 
     def _index_status(self) -> dict[str, Any]:
         self.check_open()
