@@ -17,6 +17,7 @@ from memwell_local import provider as local_provider
 from memwell_local.numpy_bert import NumpyBertEncoder
 from memwell_local.onnx_bert import (
     INT8_WEIGHT_MAX,
+    ONNX_INT8_VERSION,
     ONNX_MIN_TEXTS,
     OnnxBertEncoder,
     quantize_columns,
@@ -141,7 +142,7 @@ def test_small_calls_run_the_float32_pass(
 def test_engine_is_part_of_the_index_identity(tmp_path: Path) -> None:
     numpy_provider = create_provider(_ctx(tmp_path, LocalConfig()))
     int8_provider = create_provider(_ctx(tmp_path, LocalConfig(engine="onnx-int8")))
-    assert int8_provider.cache_key_data()["engine"] == "onnx-int8-1"
+    assert int8_provider.cache_key_data()["engine"] == ONNX_INT8_VERSION
     assert "engine" not in numpy_provider.cache_key_data()
     assert provider_key(int8_provider) != provider_key(numpy_provider)
     assert int8_provider.dims == numpy_provider.dims == 384  # read without loading
