@@ -1,12 +1,14 @@
-"""Local document embedding (issues 16, 22): the NumPy engine against sentence-transformers.
+"""Local document embedding (issues 16, 22, 45): the NumPy and int8 engines against torch.
 
 Embeds the same generated chunks with memwell-local's NumPy forward pass (its defaults, and a
-few other worker, BLAS-thread and batch settings) and with sentence-transformers on torch (its
+few other worker, BLAS-thread and batch settings), its ``onnx-int8`` engine (when onnxruntime
+is installed) and with sentence-transformers on torch (its
 batch size 8, on one thread and on torch's default threads), in one run. The engines take
 turns, round after round, so load drift on a shared machine lands on all of them; each row
 prints the median over the rounds of wall seconds and of process CPU seconds (every thread's),
 chunks per second and per CPU-second, the CPU rate against sentence-transformers on one
-thread, and the largest difference from sentence-transformers' vectors. Needs the ``torch``
+thread, and the largest difference from (and the lowest cosine with) sentence-transformers'
+vectors. Needs the ``torch``
 extra (sentence-transformers) for the comparison rows.
 
     python bench/bench_local_embedding.py [--chunks 150] [--rounds 3]
@@ -15,6 +17,7 @@ extra (sentence-transformers) for the comparison rows.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -80,6 +83,11 @@ def engines(source: str) -> list[Engine]:
         ("NumPy, 2 workers, 512 tokens/pass", LocalConfig(batch_tokens=512)),
         ("NumPy, 2 workers, 2048 tokens/pass", LocalConfig(batch_tokens=2048)),
     ]
+    if importlib.util.find_spec("onnxruntime") is not None:
+        rows += [
+            ("onnx-int8, defaults (2 workers x 1 thread)", LocalConfig(engine="onnx-int8")),
+            ("onnx-int8, 1 worker x 1 thread", LocalConfig(engine="onnx-int8", workers=1)),
+        ]
     return [Engine(name, SentenceTransformerProvider(MODEL, source, cfg)) for name, cfg in rows]
 
 
@@ -117,16 +125,19 @@ def main() -> None:
     expected = reference.matrix
     assert expected is not None
     print(
-        "| engine | wall s | CPU s | chunks/s | chunks/CPU-s | CPU rate vs ST 1 thread | max diff |"
+        "| engine | wall s | CPU s | chunks/s | chunks/CPU-s | CPU rate vs ST 1 thread "
+        "| max diff | min cosine |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for engine in rows:
         wall, cpu = statistics.median(engine.wall), statistics.median(engine.cpu)
         ratio = statistics.median(reference.cpu) / cpu
-        diff = float(np.max(np.abs(engine.matrix - expected)))  # type: ignore[operator]
+        assert engine.matrix is not None
+        diff = float(np.max(np.abs(engine.matrix - expected)))
+        cosine = float(np.min(np.sum(engine.matrix * expected, axis=1)))
         print(
             f"| {engine.name} | {wall:.2f} | {cpu:.2f} | {len(texts) / wall:.1f} | "
-            f"{len(texts) / cpu:.1f} | {ratio:.2f}x | {diff:.1e} |"
+            f"{len(texts) / cpu:.1f} | {ratio:.2f}x | {diff:.1e} | {cosine:.4f} |"
         )
     print(f"load {load()} at the end")
 

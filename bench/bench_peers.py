@@ -167,15 +167,19 @@ class Result:
     recall_keywords: tuple[int, int] | None = None
 
 
-def extra_settings(settings: list[str]) -> list[str]:
-    """TOML lines for ``--memwell-set SECTION.KEY=VALUE`` (a section of their own each)."""
-    lines: list[str] = []
+def toml_sections(sections: dict[str, list[str]], settings: list[str]) -> list[str]:
+    """TOML lines of ``sections`` (``""``: top-level keys) with ``--memwell-set
+    SECTION.KEY=VALUE`` settings added, each table written once (TOML forbids a repeat)."""
+    merged = {name: list(lines) for name, lines in sections.items()}
     for setting in settings:
         name, sep, value = setting.partition("=")
         section, dot, key = name.strip().rpartition(".")
         if not (sep and dot and section and key and value.strip()):
             sys.exit(f"--memwell-set wants SECTION.KEY=VALUE (a TOML value), got {setting!r}")
-        lines += [f"[{section}]", f"{key} = {value.strip()}"]
+        merged.setdefault(section, []).append(f"{key} = {value.strip()}")
+    lines = merged.pop("", [])
+    for section, keys in merged.items():
+        lines += [f"[{section}]", *keys]
     return lines
 
 
@@ -240,14 +244,15 @@ class Tool:
         if name.startswith("memwell"):
             cfg = self.root / "memwell.toml"
             provider = "local" if name == "memwell-local" else "none"
-            lines = [f'provider = "{provider}"']
+            sections = {"": [f'provider = "{provider}"']}
             if provider == "local":
-                lines += ["[providers.local]", f'model_path = "{model}"']
-            lines += ["[sync]", "watch = false", "on_search = false"]
+                sections["providers.local"] = [f'model_path = "{model}"']
+            sections["sync"] = ["watch = false", "on_search = false"]
             # The recall cache would answer repeated warm queries from memory; the peers have
             # none, so every timed query must reach the index.
-            lines += ["[query]", "min_score = 0.0", "[cache.recall]", "enabled = false"]
-            lines += extra_settings(args.memwell_set)
+            sections["query"] = ["min_score = 0.0"]
+            sections["cache.recall"] = ["enabled = false"]
+            lines = toml_sections(sections, args.memwell_set)
             cfg.write_text("\n".join(lines) + "\n")
             base = [snap.memwell, "-w", str(self.ws)]
             base += ["--config", str(cfg)]
@@ -742,10 +747,11 @@ def tool_versions(args: argparse.Namespace, systems: list[str], snap: Snapshot) 
         except (OSError, subprocess.SubprocessError, IndexError) as exc:
             return f"unknown ({exc.__class__.__name__})"
 
-    probe = (
-        "import importlib.metadata as m;print(*(f'{p} {m.version(p)}' for p in {pkgs}), sep=', ')"
+    probe = (  # installed packages only
+        "import importlib.metadata as m;print(*(f'{p} {d.version}' for p in {pkgs} "
+        "for d in list(m.distributions(name=p))[:1]), sep=', ')"
     )
-    pkgs = "('memwell', 'torch', 'sentence-transformers')"
+    pkgs = "('memwell', 'onnxruntime', 'torch', 'sentence-transformers')"
     where = capture([snap.python, "-c", "import memwell; print(memwell.__file__)"])
     if not where.startswith(snap.root):
         sys.exit(f"memwell does not load from the snapshot ({where}); see its .pth file")

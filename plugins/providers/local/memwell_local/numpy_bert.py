@@ -19,10 +19,10 @@ import math
 import mmap
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from memwell.plugin import Matrix
@@ -152,6 +152,11 @@ def query_blocks(weight: Array) -> Array | None:
     return np.ascontiguousarray(weight.reshape(rows // BLOCK, BLOCK, cols).transpose(0, 2, 1))
 
 
+_Encoder = TypeVar("_Encoder", bound="NumpyBertEncoder")
+#: A forward pass: token-id sequences to their last layer's token vectors, packed.
+Hidden = Callable[[Sequence[Array]], Array]
+
+
 class NumpyBertEncoder:
     """Embeds texts exactly as sentence-transformers does for a BERT + mean-pooling model.
 
@@ -181,9 +186,11 @@ class NumpyBertEncoder:
         self._blocks_lock = threading.Lock()
 
     @classmethod
-    def load(cls, model_dir: Path, max_seq_length: int | None) -> NumpyBertEncoder | None:
+    def load(
+        cls: type[_Encoder], model_dir: Path, max_seq_length: int | None, **options: Any
+    ) -> _Encoder | None:
         """The encoder for ``model_dir``, or ``None`` when its layout is not supported or the
-        truncation length (``max_seq_length``) is unknown."""
+        truncation length (``max_seq_length``) is unknown; ``options`` go to the constructor."""
         found = _supported(model_dir)
         if found is None or max_seq_length is None:
             return None
@@ -200,7 +207,7 @@ class NumpyBertEncoder:
         tokenizer.no_padding()
         limit = min(max_seq_length, int(config.get("max_position_embeddings", 512)))
         tokenizer.enable_truncation(limit)
-        return cls(weights, tokenizer, config, normalize, _lowercases(model_dir))
+        return cls(weights, tokenizer, config, normalize, _lowercases(model_dir), **options)
 
     def _dense_names(self) -> list[str]:
         return [
@@ -261,14 +268,15 @@ class NumpyBertEncoder:
     def _norm(self, x: Array, name: str) -> Array:
         return layer_norm(x, self._w[f"{name}.weight"], self._w[f"{name}.bias"], self._eps)
 
-    def _forward(self, sequences: Sequence[Array]) -> Array:
+    def _forward(self, sequences: Sequence[Array], hidden: Hidden | None = None) -> Array:
         """Pooled vectors of token-id sequences, all packed into one matrix of tokens.
 
         The dense layers (most of the work) run once over every token of the batch, so a
-        bigger batch means bigger matrix products; attention runs per sequence.
+        bigger batch means bigger matrix products; attention runs per sequence. ``hidden``
+        computes the last layer's token vectors (default: this NumPy forward pass).
         """
         lengths = [len(ids) for ids in sequences]
-        x = self._hidden(sequences)
+        x = (hidden or self._hidden)(sequences)
         bounds = np.cumsum([0, *lengths[:-1]])
         pooled: Array = (np.add.reduceat(x, bounds, axis=0) / np.asarray(lengths)[:, None]).astype(
             np.float32
@@ -321,6 +329,10 @@ class NumpyBertEncoder:
             np.asarray(e.ids, dtype=np.int64) for e in self._tokenizer.encode_batch(list(texts))
         ]
 
+    def _pass_for(self, texts: int) -> Hidden:
+        """The forward pass that embeds a call of ``texts`` texts (here always NumPy's)."""
+        return self._hidden
+
     def encode(
         self,
         texts: Sequence[str],
@@ -352,8 +364,10 @@ class NumpyBertEncoder:
             tokens += size
         out = np.empty((len(sequences), self.dims), dtype=np.float32)
 
+        hidden = self._pass_for(len(sequences))
+
         def run(batch: list[int]) -> None:
-            out[batch] = self._forward([sequences[i] for i in batch])
+            out[batch] = self._forward([sequences[i] for i in batch], hidden)
 
         with blas_threads(threads):
             if workers <= 1 or len(batches) == 1:
