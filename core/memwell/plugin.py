@@ -118,7 +118,12 @@ if TYPE_CHECKING:
     from memwell.retrieval.chunking import CHARS_PER_TOKEN, remap_lines
     from memwell.retrieval.cjk import CJK_CLASS, is_cjk_char, segment_for_fts
     from memwell.retrieval.coverage import measure_coverage, term_weights
-    from memwell.retrieval.file_similarity import blend_file_similarity, mean_vector
+    from memwell.retrieval.file_similarity import (
+        FileMean,
+        blend_file_similarity,
+        file_blend_weight,
+        file_mean,
+    )
     from memwell.retrieval.fts_query import ChunkTerms, fts_phrase, fts_text_and_terms, query_terms
     from memwell.retrieval.keywords import extract_keywords
     from memwell.retrieval.pipeline import rank_keyword_only
@@ -175,7 +180,9 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "ScanOutcome": "sources.file_scan",
     "file_scan_search": "sources.file_scan:scan_memory_files",
     "blend_file_similarity": "retrieval.file_similarity",
-    "mean_vector": "retrieval.file_similarity",
+    "file_blend_weight": "retrieval.file_similarity",
+    "file_mean": "retrieval.file_similarity",
+    "FileMean": "retrieval.file_similarity",
     "ChunkTerms": "retrieval.fts_query",
     "fts_phrase": "retrieval.fts_query",
     "fts_text_and_terms": "retrieval.fts_query",
@@ -262,6 +269,7 @@ __all__ = [
     "EmbeddingProviderSpec",
     "EmbeddingRuntime",
     "FallbackStatus",
+    "FileMean",
     "FtsQuery",
     "FtsStatus",
     "InvalidArgumentError",
@@ -318,6 +326,8 @@ __all__ = [
     "execute_tool",
     "extract_keywords",
     "field_error",
+    "file_blend_weight",
+    "file_mean",
     "file_scan_search",
     "format_citation",
     "fts_phrase",
@@ -333,7 +343,6 @@ __all__ = [
     "list_session_files",
     "load_settings",
     "looks_like_prompt_injection",
-    "mean_vector",
     "measure_coverage",
     "memory_prompt_section",
     "normalize_extra_paths",
