@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     from memwell.retrieval.chunking import CHARS_PER_TOKEN, remap_lines
     from memwell.retrieval.cjk import CJK_CLASS, is_cjk_char, segment_for_fts
     from memwell.retrieval.coverage import measure_coverage, term_weights
+    from memwell.retrieval.dialogue import mostly_dialogue
     from memwell.retrieval.file_similarity import (
         FileMean,
         blend_file_similarity,
@@ -212,6 +213,7 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "LADDER_STEPS": "providers.runtime",
     "measure_coverage": "retrieval.coverage",
     "term_weights": "retrieval.coverage",
+    "mostly_dialogue": "retrieval.dialogue",
     "layout_name": "sources.sessions",
 }
 
@@ -345,6 +347,7 @@ __all__ = [
     "looks_like_prompt_injection",
     "measure_coverage",
     "memory_prompt_section",
+    "mostly_dialogue",
     "normalize_extra_paths",
     "open_memory",
     "optional_int",

@@ -25,6 +25,7 @@ from memwell.plugin import (
     fuse_hybrid,
     is_cjk_char,
     measure_coverage,
+    mostly_dialogue,
     rank_keyword_only,
     term_weights,
 )
@@ -331,7 +332,8 @@ class Searcher:
         self._measure_coverage(store, query, keyword)
         if vector_hits is not None and query_vector is not None and model is not None:
             vector += self.exact_cosines(store, keyword, vector, query_vector, model)
-            vector = self.with_file_similarity(store, vector, query_vector, model)
+            if not mostly_dialogue(vector, keyword):  # a transcript is many topics
+                vector = self.with_file_similarity(store, vector, query_vector, model)
         if not use_fts:
             if calibration is not None:
                 vector = calibration.align(vector, query)
