@@ -97,10 +97,17 @@ def _collect(
 
 
 def _every_bm25(searcher: Any, store: Any, text: str, position: dict[int, int]) -> dict[int, float]:
-    """The raw BM25 magnitude of every chunk (matrix row) the query's pruned FTS query
-    matches: what ``Searcher.exact_bm25`` fills in for vector hits beyond the keyword side."""
-    fts = searcher._pruned_fts(store, text)
-    if fts is None or not fts.match:
+    """The raw BM25 magnitude of every chunk (matrix row) the query matches, with the terms
+    ``Searcher.keyword`` searches (those in more than half of the chunks pruned): the exact
+    keyword score a vector hit beyond the keyword top 200 would fuse with."""
+    fts = searcher._fts(store, text)
+    if fts is None:
+        return {}
+    if len(fts.terms) > 1 and not fts.like_terms:
+        half = store.chunk_total() // 2
+        frequencies = store.doc_frequencies(fts.terms, half + 1)
+        fts = fts.keeping({t for t, df in frequencies.items() if 0 < df <= half})
+    if not fts.match:
         return {}
     rows = store.conn.execute(
         "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (fts.match,)

@@ -118,13 +118,7 @@ if TYPE_CHECKING:
     from memwell.retrieval.chunking import CHARS_PER_TOKEN, remap_lines
     from memwell.retrieval.cjk import CJK_CLASS, is_cjk_char, segment_for_fts
     from memwell.retrieval.coverage import measure_coverage, term_weights
-    from memwell.retrieval.dialogue import mostly_dialogue
-    from memwell.retrieval.file_similarity import (
-        FileMean,
-        blend_file_similarity,
-        file_blend_weight,
-        file_mean,
-    )
+    from memwell.retrieval.file_similarity import blend_file_similarity, mean_vector
     from memwell.retrieval.fts_query import ChunkTerms, fts_phrase, fts_text_and_terms, query_terms
     from memwell.retrieval.keywords import extract_keywords
     from memwell.retrieval.pipeline import rank_keyword_only
@@ -181,9 +175,7 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "ScanOutcome": "sources.file_scan",
     "file_scan_search": "sources.file_scan:scan_memory_files",
     "blend_file_similarity": "retrieval.file_similarity",
-    "file_blend_weight": "retrieval.file_similarity",
-    "file_mean": "retrieval.file_similarity",
-    "FileMean": "retrieval.file_similarity",
+    "mean_vector": "retrieval.file_similarity",
     "ChunkTerms": "retrieval.fts_query",
     "fts_phrase": "retrieval.fts_query",
     "fts_text_and_terms": "retrieval.fts_query",
@@ -213,7 +205,6 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "LADDER_STEPS": "providers.runtime",
     "measure_coverage": "retrieval.coverage",
     "term_weights": "retrieval.coverage",
-    "mostly_dialogue": "retrieval.dialogue",
     "layout_name": "sources.sessions",
 }
 
@@ -271,7 +262,6 @@ __all__ = [
     "EmbeddingProviderSpec",
     "EmbeddingRuntime",
     "FallbackStatus",
-    "FileMean",
     "FtsQuery",
     "FtsStatus",
     "InvalidArgumentError",
@@ -328,8 +318,6 @@ __all__ = [
     "execute_tool",
     "extract_keywords",
     "field_error",
-    "file_blend_weight",
-    "file_mean",
     "file_scan_search",
     "format_citation",
     "fts_phrase",
@@ -345,9 +333,9 @@ __all__ = [
     "list_session_files",
     "load_settings",
     "looks_like_prompt_injection",
+    "mean_vector",
     "measure_coverage",
     "memory_prompt_section",
-    "mostly_dialogue",
     "normalize_extra_paths",
     "open_memory",
     "optional_int",

@@ -74,16 +74,13 @@ def test_vectors_of_skips_unknown_ids_and_other_models(opened: Any) -> None:
     assert store.vectors_of(ids, "another-model") == {}
 
 
-@pytest.mark.parametrize("min_coherence", [0.0, 0.5, 0.999])
-def test_chunks_blend_their_file_mean_vector_cosine_by_its_coherence(
-    open_ws: OpenFn, tmp_path: Path, min_coherence: float
-) -> None:
+def test_chunks_blend_their_file_mean_vector_cosine(open_ws: OpenFn, tmp_path: Path) -> None:
     long_note = "\n".join(f"Line {i} about harbour ferries and tides." for i in range(12))
     files = {**FILES, "memory/long.md": f"# Long\n\n{long_note}\n"}
     memory: Any = open_ws(
         write_workspace(tmp_path / "ws", files),
         chunking={"tokens": 24, "overlap": 0},
-        query={"hybrid": {"file_weight": 0.7, "file_coherence": min_coherence}},
+        query={"hybrid": {"file_weight": 0.7}},
     )
     memory.sync()
     with memory.files.lock:
@@ -95,11 +92,8 @@ def test_chunks_blend_their_file_mean_vector_cosine_by_its_coherence(
     vectors = store.vectors_of(long_ids, model)
     total = np.sum([vectors[cid].astype(np.float64) for cid in long_ids], axis=0)
     expected = total / np.linalg.norm(total)
-    coherence = float(np.linalg.norm(total)) / len(long_ids)
     mean = store.file_vectors([("memory/long.md", "memory")], model)[("memory/long.md", "memory")]
-    assert mean.vector == pytest.approx(expected, abs=1e-6)
-    assert mean.coherence == pytest.approx(coherence, abs=1e-6)
-    assert 0.5 < coherence < 0.999
+    assert mean == pytest.approx(expected, abs=1e-6)
 
     query_vector = vectors[long_ids[0]]
     first = next(r for cid, _, r in rows if cid == long_ids[0])
@@ -112,9 +106,5 @@ def test_chunks_blend_their_file_mean_vector_cosine_by_its_coherence(
     )
     file_cosine = float(expected @ query_vector.astype(np.float64))
     assert file_cosine < 0.99
-    # The file's share grows from 0 at ``file_coherence`` to ``file_weight`` at coherence 1.
-    weight = 0.7 * max(0.0, (coherence - min_coherence) / (1 - min_coherence))
     assert hits[0].id == long_ids[0]
-    assert hits[0].vector_score == pytest.approx((1 - weight) + weight * file_cosine, abs=1e-6)
-    if min_coherence > coherence:
-        assert hits[0].vector_score == pytest.approx(1.0, abs=1e-6)
+    assert hits[0].vector_score == pytest.approx(0.3 * 1.0 + 0.7 * file_cosine, abs=1e-6)

@@ -102,10 +102,6 @@ class HybridSettings(_Strict):
     #: (memwell.retrieval.file_similarity; builtin backend); 0 scores chunks alone. Off: it
     #: gains on SciFact (0.740 -> 0.745 at 0.7) but costs LoCoMo turn recall (README, Quality).
     file_weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.0
-    #: A file's coherence (the norm of the mean of its chunks' unit vectors) at or below
-    #: which it gets no file blend; above, the blend grows linearly to ``file_weight`` at 1.
-    #: At 0 the weight is file_weight x coherence (memwell.retrieval.file_similarity).
-    file_coherence: Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)] = 0.0
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: Annotated[int, msgspec.Meta(ge=1)] = 60
     mmr: MmrSettings = msgspec.field(default_factory=MmrSettings)

@@ -17,15 +17,12 @@ from memwell.plugin import (
     ScanOutcome,
     SearchRequest,
     blend_file_similarity,
-    bm25_rank_to_score,
     build_fts_query,
     extract_keywords,
-    file_blend_weight,
     file_scan_search,
     fuse_hybrid,
     is_cjk_char,
     measure_coverage,
-    mostly_dialogue,
     rank_keyword_only,
     term_weights,
 )
@@ -105,11 +102,12 @@ class Searcher:
             query, tokenizer=store.tokenizer, mode="or", cjk_prefixes=store.cjk_prefixes
         )
 
-    def _pruned_fts(self, store: IndexStore, query: str) -> FtsQuery | None:
-        """The query's FTS5 query without the terms that cannot change its ranking."""
+    def keyword(
+        self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
+    ) -> list[Candidate]:
         fts = self._fts(store, query)
         if fts is None:
-            return None
+            return []
         if len(fts.terms) > 1 and not fts.like_terms:
             # Terms in more than half of the chunks have an IDF of zero in FTS5's BM25: they
             # cannot change the ranking, only make FTS5 score thousands of extra rows; terms in
@@ -117,16 +115,8 @@ class Searcher:
             half = store.chunk_total() // 2
             frequencies = store.doc_frequencies(fts.terms, half + 1)
             if not store.fts_available:
-                return None
+                return []
             fts = fts.keeping({t for t, df in frequencies.items() if 0 < df <= half})
-        return fts
-
-    def keyword(
-        self, store: IndexStore, query: str, limit: int, sources: Sequence[str]
-    ) -> list[Candidate]:
-        fts = self._pruned_fts(store, query)
-        if fts is None:
-            return []
         filtered = not set(sources) >= set(self.settings.sources)
         return store.keyword_search(fts, limit, sources, prefetch=limit * 4 if filtered else limit)
 
@@ -197,46 +187,14 @@ class Searcher:
         hits: Sequence[tuple[int, float]],
         limit: int,
         sources: Sequence[str],
-    ) -> list[tuple[int, Candidate]]:
-        """(rowid, candidate) of the vector index's ``hits`` (rowid, cosine) within
-        ``sources``."""
-        score_of = dict(hits)
-        out = store.chunks_by_rowid([r for r, _ in hits], sources)[:limit]
-        for rowid, cand in out:
-            cand.vector_score = cand.score = max(0.0, min(1.0, score_of[rowid]))
-        return out
-
-    def exact_bm25(
-        self,
-        store: IndexStore,
-        query: str,
-        keyword: Sequence[Candidate],
-        vector: Sequence[tuple[int, Candidate]],
-        limit: int,
     ) -> list[Candidate]:
-        """The ``vector`` candidates outside a full list of ``keyword`` hits (``limit`` of
-        them) that the query matches, as keyword candidates with their exact BM25 (the
-        spec's rank-to-score mapping, as :meth:`keyword` gives), best first.
-
-        The symmetric twin of :meth:`exact_cosines`: without it a near chunk beyond the
-        keyword side's ``limit`` best fuses as if it held none of the query's terms.
-        A shorter keyword list already holds every chunk the query matches.
-        """
-        if len(keyword) < limit:
-            return []
-        seen = {c.id for c in keyword}
-        missing = {rowid: cand for rowid, cand in vector if cand.id not in seen}
-        fts = self._pruned_fts(store, query) if missing else None
-        if fts is None:
-            return []
-        ranks = store.bm25_of(fts, list(missing))
-        found = [
-            replace(missing[rowid], text_score=bm25_rank_to_score(rank), vector_score=0.0)
-            for rowid, rank in sorted(ranks.items(), key=lambda item: (item[1], item[0]))
-        ]
-        for cand in found:
-            cand.score = cand.text_score
-        return found
+        """Candidates of the vector index's ``hits`` (rowid, cosine) within ``sources``."""
+        score_of = dict(hits)
+        out: list[Candidate] = []
+        for rowid, cand in store.chunks_by_rowid([r for r, _ in hits], sources)[:limit]:
+            cand.vector_score = cand.score = max(0.0, min(1.0, score_of[rowid]))
+            out.append(cand)
+        return out
 
     def exact_cosines(
         self,
@@ -284,21 +242,19 @@ class Searcher:
     def with_file_similarity(
         self, store: IndexStore, vector: Sequence[Candidate], query_vector: Vector, model: str
     ) -> list[Candidate]:
-        """``vector`` with each chunk's cosine blended with its file's mean-vector cosine,
-        weighed by how coherent the file is (``query.hybrid.file_weight`` and
-        ``file_coherence``; :mod:`memwell.retrieval.file_similarity`)."""
-        cfg = self.settings.query.hybrid
-        if cfg.file_weight <= 0 or not vector:
+        """``vector`` with each chunk's cosine blended with its file's mean-vector cosine
+        (``query.hybrid.file_weight``; :mod:`memwell.retrieval.file_similarity`)."""
+        weight = self.settings.query.hybrid.file_weight
+        if weight <= 0 or not vector:
             return list(vector)
         means = store.file_vectors({(c.path, c.source) for c in vector}, model)
         query64 = query_vector.astype(np.float64)
-        cosines: dict[tuple[str, str], float] = {}
-        weights: dict[tuple[str, str], float] = {}
-        for key, mean in means.items():
-            if mean.vector.shape == query64.shape:
-                cosines[key] = float(mean.vector.astype(np.float64) @ query64)
-                weights[key] = file_blend_weight(cfg.file_weight, cfg.file_coherence, mean)
-        return blend_file_similarity(vector, cosines, weights)
+        cosines = {
+            key: float(mean.astype(np.float64) @ query64)
+            for key, mean in means.items()
+            if mean.shape == query64.shape
+        }
+        return blend_file_similarity(vector, cosines, weight)
 
     def hybrid(
         self,
@@ -322,17 +278,13 @@ class Searcher:
         sources = self.sources(request)
         use_fts = cfg.enabled and store.fts_available
         keyword = self.keyword(store, query, limit, sources) if use_fts else []
-        vector: list[Candidate] = []
-        if vector_hits is not None:
-            rows = self.vector(store, vector_hits, limit, sources)
-            vector = [cand for _, cand in rows]
-            if use_fts and cfg.fusion == "weighted":
-                keyword += self.exact_bm25(store, query, keyword, rows, limit)
         _rescale_bm25(keyword)
         self._measure_coverage(store, query, keyword)
-        if vector_hits is not None and query_vector is not None and model is not None:
-            vector += self.exact_cosines(store, keyword, vector, query_vector, model)
-            if not mostly_dialogue(vector, keyword):  # a transcript is many topics
+        vector: list[Candidate] = []
+        if vector_hits is not None:
+            vector = self.vector(store, vector_hits, limit, sources)
+            if query_vector is not None and model is not None:
+                vector += self.exact_cosines(store, keyword, vector, query_vector, model)
                 vector = self.with_file_similarity(store, vector, query_vector, model)
         if not use_fts:
             if calibration is not None:

@@ -13,12 +13,11 @@ import msgspec
 from memwell.plugin import (
     Candidate,
     ChunkTerms,
-    FileMean,
     FtsQuery,
     bm25_rank_to_score,
-    file_mean,
     fts_phrase,
     fts_text_and_terms,
+    mean_vector,
 )
 from memwell.plugin_sdk import lazy_module, sqlite_errors
 
@@ -517,27 +516,6 @@ class IndexStore:
             return found
         return self._keyword_search_like(query, limit, sources)
 
-    def bm25_of(self, query: FtsQuery, rowids: Sequence[int]) -> dict[int, float]:
-        """FTS5's ``bm25()`` rank (negative; lower is better) of each of the chunks ``rowids``
-        that ``query`` matches, exactly as :meth:`keyword_search` ranks them. ``+rowid`` keeps
-        FTS5 from seeking each rowid (a full query per row, about 1.7 ms each on SciFact): it
-        scans the matches once and ranks only the wanted rows."""
-        if not rowids or not query.match or query.like_terms or not self.fts_available:
-            return {}
-        marks = ",".join("?" * len(rowids))
-        try:
-            with self.one_snapshot():
-                rows = self.conn.execute(
-                    "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                    f"AND +rowid IN ({marks})",
-                    (query.match, *rowids),
-                ).fetchall()
-        except Exception as exc:
-            if self._fts_broken(exc):
-                return {}
-            raise
-        return {int(rowid): float(rank) for rowid, rank in rows}
-
     def _keyword_search_like(
         self, query: FtsQuery, limit: int, sources: Sequence[str]
     ) -> list[Candidate]:
@@ -643,8 +621,8 @@ class IndexStore:
 
     def file_vectors(
         self, files: Iterable[tuple[str, str]], model: str
-    ) -> dict[tuple[str, str], FileMean]:
-        """The :class:`~memwell.plugin.FileMean` (mean vector and coherence) of each
+    ) -> dict[tuple[str, str], Vector]:
+        """The mean vector (:func:`~memwell.retrieval.file_similarity.mean_vector`) of each
         (path, source) in ``files`` over its chunks embedded with ``model``."""
         wanted = set(files)
         if not wanted:
@@ -660,10 +638,10 @@ class IndexStore:
         for path, source, blob in rows:
             if (path, source) in wanted:
                 blobs.setdefault((path, source), []).append(blob)
-        out: dict[tuple[str, str], FileMean] = {}
+        out: dict[tuple[str, str], Vector] = {}
         for key, parts in blobs.items():
             rows_of_file = np.frombuffer(b"".join(parts), dtype=np.float32)
-            mean = file_mean(rows_of_file.reshape(len(parts), -1))
+            mean = mean_vector(rows_of_file.reshape(len(parts), -1))
             if mean is not None:
                 out[key] = mean
         return out
