@@ -40,6 +40,8 @@ _FILE_BEST: dict[int, np.ndarray[Any, Any]] = {}
 """id(query) -> each chunk's file's best chunk cosine (max pooling)."""
 _FILE_CHUNKS: list[np.ndarray[Any, Any]] = []
 """Each chunk's file's chunk count."""
+_COHERENCE: list[np.ndarray[Any, Any]] = []
+"""Each chunk's file's coherence: the norm of the mean of its chunks' unit vectors."""
 _STRIPPED: dict[int, np.ndarray[Any, Any]] = {}
 """id(query) -> the cosine of every chunk to the query embedded without its stop words."""
 
@@ -51,6 +53,7 @@ class QueryData:
     cosine: np.ndarray[Any, Any]  # cosine of every chunk
     vector: np.ndarray[Any, Any]  # the query's unit vector
     stripped: np.ndarray[Any, Any]  # the unit vector of the query without its stop words
+    bm25: dict[int, float]  # raw BM25 magnitude of every chunk the query matches
 
 
 def _collect(
@@ -86,10 +89,30 @@ def _collect(
         ]
         vector = manager.runtime.embed_query(text)
         stripped = manager.runtime.embed_query(_without_stop_words(text))
-        data.append(QueryData(relevant, keyword, matrix @ vector, vector, stripped))
+        every = _every_bm25(manager.searcher, store, text, position)
+        data.append(QueryData(relevant, keyword, matrix @ vector, vector, stripped, every))
     _MATRIX[:] = [np.array(matrix)]
     manager.close()
     return data, docs
+
+
+def _every_bm25(searcher: Any, store: Any, text: str, position: dict[int, int]) -> dict[int, float]:
+    """The raw BM25 magnitude of every chunk (matrix row) the query matches, with the terms
+    ``Searcher.keyword`` searches (those in more than half of the chunks pruned): the exact
+    keyword score a vector hit beyond the keyword top 200 would fuse with."""
+    fts = searcher._fts(store, text)
+    if fts is None:
+        return {}
+    if len(fts.terms) > 1 and not fts.like_terms:
+        half = store.chunk_total() // 2
+        frequencies = store.doc_frequencies(fts.terms, half + 1)
+        fts = fts.keeping({t for t, df in frequencies.items() if 0 < df <= half})
+    if not fts.match:
+        return {}
+    rows = store.conn.execute(
+        "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (fts.match,)
+    )
+    return {position[r]: -float(rank) for r, rank in rows if r in position}
 
 
 def _without_stop_words(text: str) -> str:
@@ -169,8 +192,10 @@ def _file_cosine_maps(data: list[QueryData], docs: list[str]) -> dict[int, np.nd
     matrix = _MATRIX[0]
     sums = np.zeros((len(names), matrix.shape[1]), dtype=np.float64)
     np.add.at(sums, chunk_file, matrix.astype(np.float64))
-    means = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    means = sums / norms
     _FILE_CHUNKS[:] = [np.bincount(chunk_file)[chunk_file]]
+    _COHERENCE[:] = [(norms[:, 0] / np.bincount(chunk_file))[chunk_file]]
     for q in data:
         best = np.full(len(names), -1.0)
         np.maximum.at(best, chunk_file, q.cosine)
@@ -196,6 +221,28 @@ def file_mean(wv: float, file_weight: float, *, pool: str = "mean", scale_above:
         for i in kw:
             vec.setdefault(i, float(q.cosine[i]))
         return {i: wv * float(blended[i]) + (1 - wv) * kw.get(i, 0.0) for i in vec}
+
+    return fuse
+
+
+def exact_both(wv: float, file_weight: float = 0.0, min_coherence: float | None = None) -> Fusion:
+    """Weighted fusion where every candidate has both exact scores (the cosine of keyword
+    hits and, new, the BM25 of vector hits beyond the keyword top 200), each chunk's cosine
+    blended with its file's mean-vector cosine at ``file_weight``, scaled by the file's
+    coherence ramp from ``min_coherence`` (``None``: the same weight for every file)."""
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        best = max((s for _, s in q.keyword), default=0.0)
+        weight: Any = file_weight
+        if min_coherence is not None:
+            ramp = (_COHERENCE[0] - min_coherence) / (1 - min_coherence)
+            weight = file_weight * np.clip(ramp, 0.0, 1.0)
+        blended = (1 - weight) * q.cosine + weight * _FILE_COSINES[id(q)]
+        ids = {i for i, _ in _top_vector(q)} | {i for i, _ in q.keyword}
+        return {
+            i: wv * float(blended[i]) + (1 - wv) * (q.bm25.get(i, 0.0) / best if best else 0.0)
+            for i in ids
+        }
 
     return fuse
 
@@ -286,6 +333,17 @@ def main() -> None:
     variants["weighted 0.7, filled, stop words stripped from the query vector"] = stripped_query(
         0.7
     )
+    for wv in (0.7, 0.75):
+        variants[f"weighted {wv:.2f}, both scores exact"] = exact_both(wv)
+        for file_weight in (0.5, 0.7, 1.0):
+            variants[f"weighted {wv:.2f}, both exact, file weight {file_weight}"] = exact_both(
+                wv, file_weight
+            )
+            for low in (0.0, 0.7, 0.8, 0.9):
+                variants[
+                    f"weighted {wv:.2f}, both exact, file weight {file_weight} x coherence ramp "
+                    f"from {low}"
+                ] = exact_both(wv, file_weight, low)
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")
     for name, fuse in variants.items():
