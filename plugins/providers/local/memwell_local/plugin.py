@@ -15,7 +15,7 @@ from memwell.plugin import (
 
 from . import late_interaction
 from .cross_encoder import DEFAULT_RERANK_MODEL, RERANKER_ID, CrossEncoderConfig, create_reranker
-from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider
+from .provider import DEFAULT_MODEL, PROVIDER_ID, LocalConfig, create_provider, diagnostics
 
 MEMWELL_PLUGIN_API = ">=1.0,<2"
 """The memwell plugin API versions this plugin supports."""
@@ -38,6 +38,7 @@ def memwell_embedding_providers() -> Iterator[EmbeddingProviderSpec]:
         auto_priority=10,
         config_model=LocalConfig,
         description="Offline sentence-transformers embeddings (all-MiniLM-L6-v2 bundled)",
+        diagnostics=diagnostics,
     )
 
 

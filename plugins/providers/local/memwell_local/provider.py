@@ -1,8 +1,10 @@
 """Offline sentence-transformers embeddings, computed with NumPy where the model allows.
 
 A BERT model with mean pooling (all-MiniLM-L6-v2, the shipped default, is one) embeds queries
-and documents with the NumPy forward pass of :mod:`memwell_local.numpy_bert`: no torch needed.
-Other models need the ``torch`` extra (sentence-transformers). Nothing here imports torch or
+with the NumPy forward pass of :mod:`memwell_local.numpy_bert` and index builds with the int8
+pass of :mod:`memwell_local.onnx_bert` when onnxruntime is installed (the ``onnx`` extra, in
+the default install), else with NumPy too: no torch needed. Other models need the ``torch``
+extra (sentence-transformers). Nothing here imports torch or
 sentence-transformers at module level: :func:`create_provider` checks cheaply (module specs,
 paths, the Hugging Face cache) that the model can be loaded offline, and
 :class:`SentenceTransformerProvider` loads it on first use. Models are never downloaded: every
@@ -77,16 +79,45 @@ class LocalConfig(Record, forbid_unknown_fields=True):
     workers: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Document batches the NumPy pass encodes at once, each on its own thread with
     ``threads`` BLAS threads (default :data:`NUMPY_WORKERS`: up to 2, one per core)."""
-    engine: Literal["auto", "onnx-int8", "torch"] = "auto"
-    """``auto`` embeds with a NumPy forward pass when the model is a plain BERT with mean
-    pooling (as all-MiniLM-L6-v2 is), so neither indexing nor search needs torch;
-    ``onnx-int8`` runs that model on onnxruntime with int8 weights (the ``onnx`` extra:
-    about half the CPU per chunk, vectors within 0.99 cosine of ``auto``'s, their own index);
-    ``torch`` always uses sentence-transformers (the ``torch`` extra)."""
+    engine: Literal["auto", "numpy", "onnx-int8", "torch"] = "auto"
+    """For a plain BERT with mean pooling (as all-MiniLM-L6-v2 is), which needs no torch:
+    ``onnx-int8`` builds indexes on onnxruntime with int8 weights (the ``onnx`` extra: 1.5x
+    less CPU per chunk, vectors within 0.995 cosine of float32's, their own index) and embeds
+    queries with NumPy; ``numpy`` embeds everything with the float32 NumPy pass; ``auto`` is
+    ``onnx-int8`` when onnxruntime is installed, else ``numpy`` (``memwell doctor`` says
+    which). ``torch`` always uses sentence-transformers (the ``torch`` extra), as ``auto``
+    does for other models."""
 
 
 #: Engines that run the forward pass on memwell's own graph of a BERT model's weights.
-BERT_ENGINES = frozenset({"auto", ONNX_INT8})
+BERT_ENGINES = frozenset({"auto", "numpy", ONNX_INT8})
+
+
+def index_engine(source: str, config: LocalConfig) -> str:
+    """The engine index builds of the model at ``source`` run on, ``auto`` resolved:
+    ``torch`` unless it is a BERT memwell runs itself, then ``onnx-int8`` when onnxruntime is
+    installed, else ``numpy``."""
+    if config.engine != "auto":
+        return config.engine
+    if numpy_bert_dims(Path(source)) is None:
+        return "torch"
+    return ONNX_INT8 if _has_module("onnxruntime") else "numpy"
+
+
+def diagnostics() -> dict[str, Any]:
+    """``memwell doctor``'s facts: what ``engine = "auto"`` builds indexes of a BERT on here."""
+    if not _has_module("onnxruntime"):
+        return {
+            "index engine (auto)": "numpy, float32: onnxruntime is not installed "
+            '(pip install "memwell-local[onnx]" for 1.5x less CPU per indexed chunk)'
+        }
+    from importlib import metadata  # not at import: the plugin loads with every command
+
+    try:
+        version = metadata.version("onnxruntime")
+    except metadata.PackageNotFoundError:
+        version = "(version unknown)"
+    return {"index engine (auto)": f"onnx-int8 on onnxruntime {version}; queries on numpy"}
 
 
 def _numpy_supported(source: str, config: LocalConfig) -> bool:
@@ -166,10 +197,10 @@ def resolve_model_source(
         )
     if _numpy_supported(source, config):
         return source
-    if config.engine == ONNX_INT8:
+    if config.engine in ("numpy", ONNX_INT8):
         raise _unavailable(
-            f'engine "onnx-int8" covers BERT models with mean pooling; {source!r} is not one '
-            '(use engine = "torch")'
+            f'engine "{config.engine}" covers BERT models with mean pooling; {source!r} is '
+            'not one (use engine = "torch")'
         )
     missing = [m for m in ("sentence_transformers", "torch") if not _has_module(m)]
     if missing:
@@ -273,6 +304,8 @@ class SentenceTransformerProvider:
         self._lock = threading.Lock()
         self._numpy: NumpyBertEncoder | None = None
         self._numpy_tried = False
+        self.engine = index_engine(source, self.config)
+        """The engine of index builds: ``numpy``, ``onnx-int8`` or ``torch``."""
 
     @property
     def loaded(self) -> bool:
@@ -290,7 +323,7 @@ class SentenceTransformerProvider:
 
     def _numpy_encoder(self) -> NumpyBertEncoder | None:
         """The NumPy (or ``onnx-int8``) encoder, loaded once; ``None`` when the model's layout
-        needs torch. ``onnx-int8`` never falls back to torch: it raises instead."""
+        needs torch. An explicit ``onnx-int8`` never falls back to torch: it raises instead."""
         if self._numpy_tried:
             return self._numpy
         with self._lock:
@@ -298,8 +331,13 @@ class SentenceTransformerProvider:
                 directory, limit = Path(self.source), self._declared_limit()
                 if self.config.engine == ONNX_INT8:
                     self._numpy = self._load_onnx(directory, limit)
-                elif self.config.engine == "auto" and directory.is_dir():
+                elif self.engine == ONNX_INT8:  # auto: what neither pass runs goes to torch
+                    threads = self.config.threads or NUMPY_THREADS
+                    self._numpy = OnnxBertEncoder.load(directory, limit, threads=threads)
+                elif self.engine == "numpy":
                     self._numpy = NumpyBertEncoder.load(directory, limit)
+                if self._numpy is None:
+                    self.engine = "torch"
                 self._numpy_tried = True
             return self._numpy
 
@@ -469,7 +507,7 @@ class SentenceTransformerProvider:
         data: dict[str, Any] = {"provider": PROVIDER_ID, "model": self.model, **self._identity}
         if self.config.max_seq_length is not None:
             data["max_seq_length"] = self.config.max_seq_length
-        if self.config.engine == ONNX_INT8:
+        if self.engine == ONNX_INT8:
             data["engine"] = ONNX_INT8_VERSION
         return data
 
