@@ -172,9 +172,7 @@ def test_int8_engine_without_onnxruntime_is_unavailable_with_the_fix(
 
 
 @pytest.mark.parametrize("engine", ["onnx-int8", "numpy"])
-def test_an_explicit_engine_refuses_a_model_it_does_not_cover(
-    tmp_path: Path, engine: str
-) -> None:
+def test_an_explicit_engine_refuses_a_model_it_does_not_cover(tmp_path: Path, engine: str) -> None:
     model_dir = tmp_path / "other"
     model_dir.mkdir()
     (model_dir / "config.json").write_text('{"model_type": "xlm-roberta"}')
