@@ -160,23 +160,35 @@ def test_provider_embeds_an_index_build_with_the_int8_engine(tmp_path: Path) -> 
     assert 0.99 <= float(query @ documents[6]) < 0.99999
 
 
-def test_int8_engine_without_onnxruntime_is_unavailable_with_the_fix(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def without_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider module sees no onnxruntime installed."""
     real = local_provider._has_module
     monkeypatch.setattr(
         local_provider, "_has_module", lambda name: name != "onnxruntime" and real(name)
     )
+
+
+@pytest.mark.usefixtures("without_onnxruntime")
+def test_int8_engine_without_onnxruntime_is_unavailable_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ProviderUnavailableError, match=r"memwell-local\[onnx\]"):
         create_provider(_ctx(tmp_path, LocalConfig(engine="onnx-int8")))
 
 
-@pytest.mark.parametrize("engine", ["onnx-int8", "numpy"])
-def test_an_explicit_engine_refuses_a_model_it_does_not_cover(tmp_path: Path, engine: str) -> None:
+@pytest.fixture
+def other_model(tmp_path: Path) -> Path:
+    """A model directory that is not a BERT (an XLM-RoBERTa config)."""
     model_dir = tmp_path / "other"
     model_dir.mkdir()
     (model_dir / "config.json").write_text('{"model_type": "xlm-roberta"}')
-    config = msgspec.convert({"model_path": str(model_dir), "engine": engine}, LocalConfig)
+    return model_dir
+
+
+@pytest.mark.parametrize("engine", ["onnx-int8", "numpy"])
+def test_an_explicit_engine_refuses_a_model_it_does_not_cover(
+    tmp_path: Path, other_model: Path, engine: str
+) -> None:
+    config = msgspec.convert({"model_path": str(other_model), "engine": engine}, LocalConfig)
     with pytest.raises(ProviderUnavailableError, match=f'"{engine}" covers BERT models'):
         create_provider(_ctx(tmp_path, config))
 
@@ -200,13 +212,8 @@ def test_auto_builds_indexes_in_int8_when_onnxruntime_is_installed(tmp_path: Pat
     )
 
 
-def test_auto_without_onnxruntime_is_the_numpy_engine_and_doctor_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = local_provider._has_module
-    monkeypatch.setattr(
-        local_provider, "_has_module", lambda name: name != "onnxruntime" and real(name)
-    )
+@pytest.mark.usefixtures("without_onnxruntime")
+def test_auto_without_onnxruntime_is_the_numpy_engine_and_doctor_says_so(tmp_path: Path) -> None:
     provider = create_provider(_ctx(tmp_path, LocalConfig()))
     assert provider.engine == "numpy" and "engine" not in provider.cache_key_data()
     encoder = provider._numpy_encoder()
@@ -215,10 +222,7 @@ def test_auto_without_onnxruntime_is_the_numpy_engine_and_doctor_says_so(
     assert fact.startswith("numpy") and 'pip install "memwell-local[onnx]"' in fact
 
 
-def test_auto_sends_a_model_neither_pass_runs_to_torch(tmp_path: Path) -> None:
-    model_dir = tmp_path / "other"
-    model_dir.mkdir()
-    (model_dir / "config.json").write_text('{"model_type": "xlm-roberta"}')
-    config = LocalConfig(model_path=str(model_dir))
+def test_auto_sends_a_model_neither_pass_runs_to_torch(tmp_path: Path, other_model: Path) -> None:
+    config = LocalConfig(model_path=str(other_model))
     provider = create_provider(_ctx(tmp_path, config))
     assert provider.engine == "torch" and "engine" not in provider.cache_key_data()
