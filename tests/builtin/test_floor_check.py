@@ -10,19 +10,17 @@ answer (0.84-0.94); at least 90 % of these must now come back empty, every answe
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import memwell_sqlite.plugin
 import pytest
-from memwell.contract.config import MemwellSettings
 from memwell.contract.manager import MemorySearchManager
-from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stems import stems
 from memwell.retrieval.stopwords import ALL_STOPWORDS
-from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.factory import close_all
+from memwell.testing.factories import synced_copy
 
 pytest.importorskip("memwell_local")
 import memwell_local.plugin
@@ -38,16 +36,12 @@ def content_stems(text: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemorySearchManager]:
-    workspace = tmp_path_factory.mktemp("floor") / "ws"
-    shutil.copytree(DATA, workspace, ignore=shutil.ignore_patterns(".memwell"))
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(memwell_sqlite.plugin, "builtin")
-    registry.register(memwell_local.plugin, "local")
-    settings = MemwellSettings.model_validate(
-        {"sync": {"watch": False, "on_search": False}, "cache": {"recall": {"enabled": False}}}
-    )
-    memory = open_memory(workspace, settings=settings, registry=registry)
-    memory.sync()
+    settings = {
+        "sync": {"watch": False, "on_search": False},
+        "cache": {"recall": {"enabled": False}},
+    }
+    plugins = {"builtin": memwell_sqlite.plugin, "local": memwell_local.plugin}
+    memory = synced_copy(DATA, tmp_path_factory.mktemp("floor"), plugins, settings)
     yield memory
     close_all()
 

