@@ -192,6 +192,12 @@ def test_other_script_tells_a_question_from_a_note_in_another_language() -> None
     assert not other_script("which port", "The staging database listens on 6432.")
     assert not other_script("黑豹队的防守丢了多少分？", "黑豹队的防守只丢了 308分 (NFL)")
     # a query mixing both scripts, and digits alone, decide nothing
-    assert not other_script("黑豹队 NFL stats", "黑豹队的防守只丢了 308分")
+    assert not other_script("黑豹 NFL defense stats", "黑豹队的防守只丢了 308分")
+    assert not other_script("黑豹 NFL defense stats", "The Panthers defense gave up 308 points")
     assert not other_script("2026", "预发布环境")
-    assert cjk_share("308 分 NFL") == 1 / 4 and cjk_share("12, 34!") == 0.0
+    # shares count reading units (a CJK character, a word of other letters), not letters: a
+    # Chinese paragraph naming English terms is Chinese text, not half English
+    assert cjk_share("308 分 NFL") == 1 / 2 and cjk_share("12, 34!") == 0.0
+    anthem = "超级碗 50 的国歌由 Lady Gaga 演唱，Marlee Matlin 用美国手语 (ASL) 同步翻译。"
+    assert cjk_share(anthem) > 0.7
+    assert other_script("Who sang the National Anthem at Super Bowl 50?", anthem)

@@ -91,6 +91,16 @@ def test_when_questions_and_text_that_says_when() -> None:
     assert [c.score for c in boost_dates(items, "When did Ann camp?", 0.2, 0.0)] == [0.5, 0.5]
 
 
+def test_text_in_another_script_never_says_when_to_an_english_question() -> None:
+    # mentions_time reads English: in a Chinese paragraph it sees only a spaced year, which
+    # most Chinese paragraphs lack, so it would lift a random few above the answer
+    items = [Candidate("a", "memory/a.md", 1, 1, "特斯拉与莱恩和维尔合伙创办了公司。", score=0.5),
+             Candidate("b", "memory/b.md", 1, 1, "该教堂建于 1950 年，后来扩建。", score=0.5),
+             Candidate("c", "memory/c.md", 1, 1, "The church was built in 1950.", score=0.5)]  # fmt: skip
+    out = boost_dates(items, "When did Tesla form a partnership?", 0.2, 0.2)
+    assert [c.score for c in out] == [0.5, 0.5, 0.7]
+
+
 def test_fuse_hybrid_ranks_the_named_day_first_and_zero_turns_it_off() -> None:
     vector = [cand("memory/2023-05-01.md", 0.6), cand("memory/2023-10-13.md", 0.5)]
     query = "What painting did Ann show on October 13, 2023?"

@@ -149,20 +149,27 @@ def _run_terms(run: str) -> list[str]:
     return [run] if len(run) == 1 else _bigrams(run)
 
 
-_NOT_LETTER = lazy_pattern(r"[\W\d_]+")
+_WORD = lazy_pattern(r"[^\W\d_]+")
 
 
 @per_query
-def _letters(text: str) -> tuple[int, int]:
-    """(CJK characters, all letters) of ``text``: digits and punctuation are no letters."""
+def _units(text: str) -> tuple[int, int]:
+    """(CJK characters, reading units) of ``text``: a reading unit is a CJK character or a
+    word of other letters; digits and punctuation are neither.
+
+    Counted by letters, a Chinese paragraph that names a few English terms ("Super Bowl 50",
+    "National Anthem") looked half English, though a reader sees Chinese text with some names
+    in it: an English word spends five letters on what a Chinese character or two says.
+    """
     cjk = sum(end - start for start, end in CJK_CHARS.runs(text))
-    return cjk, cjk + len(_NOT_LETTER.sub("", CJK_CHARS.blank(text) if cjk else text))
+    return cjk, cjk + sum(1 for _ in _WORD.finditer(CJK_CHARS.blank(text) if cjk else text))
 
 
 def cjk_share(text: str) -> float:
-    """The share of ``text``'s letters (digits and punctuation aside) that are CJK."""
-    cjk, letters = _letters(text)
-    return cjk / letters if letters else 0.0
+    """The share of ``text``'s reading units (CJK characters and words of other letters;
+    digits and punctuation aside) that are CJK."""
+    cjk, units = _units(text)
+    return cjk / units if units else 0.0
 
 
 def other_script(query: str, text: str) -> bool:
@@ -173,10 +180,10 @@ def other_script(query: str, text: str) -> bool:
     evidence that ``text`` answers ``query``; the meaning is the embedding's to judge. A
     query of digits alone, or of both scripts, decides nothing.
     """
-    cjk, letters = _letters(query)
-    if not letters:
+    cjk, units = _units(query)
+    if not units:
         return False
-    asked = cjk / letters
+    asked = cjk / units
     if 0.2 <= asked <= 0.5 or not (asked > 0.5 or CJK_CHARS.found_in(text)):
         return False
     written = cjk_share(text)

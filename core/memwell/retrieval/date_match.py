@@ -26,6 +26,7 @@ from datetime import date
 import msgspec
 
 from memwell.retrieval.candidate import Candidate
+from memwell.retrieval.cjk import other_script
 from memwell.retrieval.decay import date_from_path
 from memwell.retrieval.parsed_query import per_query
 from memwell.util.lazy_import import lazy_pattern
@@ -179,7 +180,10 @@ def boost_dates(
 
     ``date_boost`` is added to each hit whose note's date matches a date ``query`` names,
     ``when_boost`` to each hit that :func:`mentions_time` when the query :func:`asks_when`
-    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default).
+    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default). Both read English,
+    so a hit written in another script than the query
+    (:func:`~memwell.retrieval.cjk.other_script`) never gains ``when_boost``: in Chinese text
+    :func:`mentions_time` sees only a stray Latin month or spaced year, no sign of an answer.
     """
     spans = query_dates(query) if date_boost > 0 else []
     timed = when_boost > 0 and asks_when(query)
@@ -192,7 +196,7 @@ def boost_dates(
             when = date_from_path(item.path) if spans else None
             matched[item.path] = when is not None and any(s.matches(when) for s in spans)
         extra = date_boost if matched[item.path] else 0.0
-        if timed and mentions_time(item.text):
+        if timed and mentions_time(item.text) and not other_script(query, item.text):
             extra += when_boost
         out.append(item.with_score(item.score + extra) if extra else item)
     return out
