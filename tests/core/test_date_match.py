@@ -94,9 +94,9 @@ def test_when_questions_and_text_that_says_when() -> None:
 def test_text_in_another_script_never_says_when_to_an_english_question() -> None:
     # mentions_time reads English: in a Chinese paragraph it sees only a spaced year, which
     # most Chinese paragraphs lack, so it would lift a random few above the answer
-    items = [Candidate("a", "memory/a.md", 1, 1, "特斯拉与莱恩和维尔合伙创办了公司。", score=0.5),
-             Candidate("b", "memory/b.md", 1, 1, "该教堂建于 1950 年，后来扩建。", score=0.5),
-             Candidate("c", "memory/c.md", 1, 1, "The church was built in 1950.", score=0.5)]  # fmt: skip
+    texts = ["特斯拉与莱恩和维尔合伙创办了公司。", "该教堂建于 1950 年，后来扩建。",
+             "The church was built in 1950."]  # fmt: skip
+    items = [Candidate(str(i), f"memory/{i}.md", 1, 1, t, score=0.5) for i, t in enumerate(texts)]
     out = boost_dates(items, "When did Tesla form a partnership?", 0.2, 0.2)
     assert [c.score for c in out] == [0.5, 0.5, 0.7]
 
