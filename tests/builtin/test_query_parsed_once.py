@@ -43,7 +43,7 @@ PARSERS = [
     ("memwell.retrieval.superseded", "asks_about_history"),
     ("memwell.retrieval.superseded", "query_terms"),
     ("memwell.retrieval.pipeline", "query_terms"),
-    ("memwell.retrieval.cjk", "_letters"),
+    ("memwell.retrieval.cjk", "_units"),
     ("memwell.retrieval.routing", "route_query"),
     ("memwell_sqlite.search", "build_fts_query"),
 ]
