@@ -10,8 +10,11 @@ import pytest
 from click.testing import CliRunner
 from memwell.cli.main import cli
 from memwell.contract.errors import ConfigError
+from memwell.contract.models import MemorySearchResult
 from memwell.evaluation.beir import (
+    Dataset,
     doc_filename,
+    evaluate,
     floor_dropped,
     load_dataset,
     mrr_at_k,
@@ -60,6 +63,30 @@ def test_floor_dropped_is_the_share_of_unjudged_documents_left_out() -> None:
     assert floor_dropped(["rel"], {"rel"}, {"rel"}, 3) == 1.0  # nothing unrelated to drop
 
 
+def test_floor_kept_found_counts_only_answers_the_ranking_found() -> None:
+    # q1: answer first, floor keeps it; q2: answer third, floor drops it; q3: answer ranked
+    # beyond the floor's depth, so only the ranking lost it
+    ranking = {"q1": ["a", "x", "y"], "q2": ["x", "y", "b"], "q3": ["x", "y", "z", "c"]}
+    kept = {"q1": ["a"], "q2": ["x"], "q3": ["x", "y"]}
+    data = Dataset(
+        corpus={d: ("", "") for d in "abcxyz"},
+        queries={q: q for q in ranking},
+        qrels={"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}},
+    )
+
+    def hits(docs: list[str]) -> list[MemorySearchResult]:
+        return [MemorySearchResult(path=f"{d}.md", start_line=1, end_line=1, score=0.5,
+                                   snippet=d, source="memory") for d in docs]  # fmt: skip
+
+    paths = {f"{d}.md": d for d in "abcxyz"}
+    report = evaluate(
+        data, lambda q: hits(ranking[q]), paths, floored=lambda q: hits(kept[q]), floor_depth=3
+    )
+    assert report["floor_kept"] == pytest.approx(1 / 3)
+    assert report["floor_kept_found"] == pytest.approx(1 / 2), "q3 is the ranking's miss"
+    assert "floor_kept_found" not in evaluate(data, lambda q: hits(ranking[q]), paths)
+
+
 def test_load_dataset_skips_header_and_zero_grades(tmp_path: Path) -> None:
     ds = load_dataset(write_beir(tmp_path / "beir"), "test")
     assert set(ds.qrels) == {"q1", "q2", "q3"}
@@ -80,6 +107,7 @@ def test_eval_command_keyword_mode(tmp_path: Path) -> None:
     assert report["ndcg_at_10"] == pytest.approx(1.0)
     assert report["mrr_at_10"] == pytest.approx(1.0)
     assert report["floor_kept"] == pytest.approx(1.0), "every relevant doc survives the floor"
+    assert report["floor_kept_found"] == pytest.approx(1.0)
     assert 0.0 <= report["floor_dropped"] <= 1.0
     assert report["rerank"] is None
     assert (tmp_path / "work" / "memory" / "d1.md").read_text().startswith("# Volcanoes")

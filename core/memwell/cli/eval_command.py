@@ -209,9 +209,10 @@ def eval_command(
         "recall_at_100",
         "mrr_at_10",
         "floor_kept",
+        "floor_kept_found",
         "floor_dropped",
     ):
-        click.echo(f"  {key:<14} {metrics[key]:.4f}")
+        click.echo(f"  {key:<16} {metrics[key]:.4f}")
     click.echo(f"  index {index_seconds:.1f} s, search p50 {report['search_ms_p50']} ms")
 
 

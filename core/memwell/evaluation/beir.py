@@ -171,11 +171,14 @@ def evaluate(
 
     ``floored`` (a search with the configured floor and ``floor_depth`` = its ``max_results``)
     measures the floor as a classifier: ``floor_kept``, the fraction of queries with a
-    relevant document among its hits, and ``floor_dropped``, the mean :func:`floor_dropped`
-    of the documents of the first ``floor_depth`` unfloored hits.
+    relevant document among its hits; ``floor_kept_found``, the same among the queries whose
+    first ``floor_depth`` unfloored hits hold one (what the floor itself loses, apart from
+    the ranking; 1 when no query has one); and ``floor_dropped``, the mean
+    :func:`floor_dropped` of the documents of the first ``floor_depth`` unfloored hits.
     """
     judged = [qid for qid in dataset.queries if qid in dataset.qrels]
     totals = {"ndcg_at_10": 0.0, "recall_at_10": 0.0, "recall_at_100": 0.0, "mrr_at_10": 0.0}
+    found = kept_found = 0
     if floored is not None:
         totals["floor_kept"] = totals["floor_dropped"] = 0.0
     for n, qid in enumerate(judged, 1):
@@ -188,10 +191,17 @@ def evaluate(
         totals["mrr_at_10"] += mrr_at_k(ranked, relevant)
         if floored is not None:
             kept = collapse_to_documents(floored(dataset.queries[qid]), path_to_doc)
-            totals["floor_kept"] += float(bool(set(kept) & set(relevant)))
+            answered = bool(set(kept) & set(relevant))
+            totals["floor_kept"] += float(answered)
             top = collapse_to_documents(results[:floor_depth], path_to_doc)
+            if set(top) & set(relevant):
+                found += 1
+                kept_found += answered
             totals["floor_dropped"] += floor_dropped(top, set(kept), set(relevant), floor_depth)
         if progress is not None:
             progress(n, len(judged))
     count = max(1, len(judged))
-    return {key: value / count for key, value in totals.items()} | {"queries": float(len(judged))}
+    metrics = {key: value / count for key, value in totals.items()}
+    if floored is not None:
+        metrics["floor_kept_found"] = kept_found / found if found else 1.0
+    return metrics | {"queries": float(len(judged))}
