@@ -180,8 +180,8 @@ def boost_dates(
 
     ``date_boost`` is added to each hit whose note's date matches a date ``query`` names,
     ``when_boost`` to each hit that :func:`mentions_time` when the query :func:`asks_when`
-    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default). Both read English,
-    so a hit written in another script than the query
+    (``[query.hybrid] date_boost`` and ``when_boost``, 0.2 each by default). The "when" test
+    reads English, so a hit written in another script than the query
     (:func:`~memwell.retrieval.cjk.other_script`) never gains ``when_boost``: in Chinese text
     :func:`mentions_time` sees only a stray Latin month or spaced year, no sign of an answer.
     """
