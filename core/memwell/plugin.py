@@ -54,7 +54,12 @@ from memwell.retrieval.hybrid import clamp01
 from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.retrieval.parsed_query import ParsedQuery
-from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.pipeline import (
+    floor_vector_only,
+    fuse_hybrid,
+    keyword_floor,
+    rank_candidates,
+)
 from memwell.retrieval.snippets import (
     citations_enabled,
     format_citation,
@@ -118,7 +123,7 @@ if TYPE_CHECKING:
     )
     from memwell.retrieval.chunking import CHARS_PER_TOKEN, remap_lines
     from memwell.retrieval.cjk import CJK_CLASS, is_cjk_char, segment_for_fts
-    from memwell.retrieval.coverage import measure_coverage, term_weights
+    from memwell.retrieval.coverage import measure_coverage, stem_weights, term_weights
     from memwell.retrieval.file_similarity import blend_file_similarity, mean_vector
     from memwell.retrieval.fts_query import ChunkTerms, fts_phrase, fts_text_and_terms, query_terms
     from memwell.retrieval.keywords import extract_keywords
@@ -205,6 +210,7 @@ _LAZY = {  # name -> "module" or "module:attribute", imported on first use
     "CliContext": "cli.main:Context",
     "LADDER_STEPS": "providers.runtime",
     "measure_coverage": "retrieval.coverage",
+    "stem_weights": "retrieval.coverage",
     "term_weights": "retrieval.coverage",
     "layout_name": "sources.sessions",
 }
@@ -321,6 +327,7 @@ __all__ = [
     "extract_keywords",
     "field_error",
     "file_scan_search",
+    "floor_vector_only",
     "format_citation",
     "fts_phrase",
     "fts_text_and_terms",
@@ -362,6 +369,7 @@ __all__ = [
     "session_entry_hash",
     "sha256_hex",
     "stat_source_file",
+    "stem_weights",
     "term_weights",
     "to_results",
     "tokenize",

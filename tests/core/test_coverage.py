@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.coverage import coverage, idf, measure_coverage, term_weights
+from memwell.retrieval.coverage import (
+    coverage,
+    idf,
+    measure_coverage,
+    stem_weights,
+    term_weights,
+)
 from memwell.retrieval.pipeline import evidence
 from memwell.retrieval.stems import TOKENIZER, stem, stems
 
@@ -88,3 +94,22 @@ def test_the_floor_weighs_keyword_scores_by_coverage() -> None:
     assert evidence(half, 0.7, 0.3, 2.0) == pytest.approx(0.3 * 0.25)
     assert evidence(full, 0.7, 0.3, 2.0) == pytest.approx(0.3 * 0.8)
     assert evidence(half, 0.7, 0.3, 0.0) == pytest.approx(0.3), "power 0: keyword score in full"
+
+
+def test_stem_weights_are_term_weights_of_stemmed_terms() -> None:
+    """A backend that stems its own terms weighs them as the builtin weighs the words they
+    come from; a function word's stem weighs nothing."""
+    words = ["staging", "rehearsals", "using"]
+    frequencies = {"staging": 2, "rehearsals": 0, "using": 5}
+    by_stem = {stem(w): frequencies[w] for w in words}
+    assert stem_weights(by_stem, 10) == term_weights(words, frequencies, 10)
+    assert stem_weights(by_stem, 10)[stem("using")] == 0.0
+
+
+def test_coverage_counts_the_backends_own_terms_when_given() -> None:
+    weights = {"stage": 1.0, "rehears": 3.0}
+    note = cand("The staging database moved.")
+    assert coverage(weights, note, held=lambda c: {"the", "stage", "databas"}) == 0.25
+    assert coverage(weights, note, held=lambda c: set()) == 0.0
+    measure_coverage([note], weights, held=lambda c: ["rehears", "stage"])
+    assert note.coverage == 1.0

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 from memwell.contract.config import HybridSettings
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.calibration import Calibration
+from memwell.retrieval.pipeline import (
+    floor_vector_only,
+    fuse_hybrid,
+    keyword_floor,
+    rank_candidates,
+)
 
 
 def cand(cid: str, score: float, **kw: float) -> Candidate:
@@ -73,3 +79,18 @@ def test_a_keyword_hit_in_another_script_keeps_only_its_vector_evidence() -> Non
         query=question,
     )
     assert {c.id: c.text_score for c in mixed}["e"] == 1.0
+
+
+def test_vector_only_floor_judges_calibrated_scores() -> None:
+    """The same cosine passes or fails ``min_score`` as it would in hybrid mode: 0.3 is
+    above the unrelated anchor (0.06) but far from the related one (0.54), so it scores
+    about 0.45 calibrated; raw cosines are kept as they are without a calibration."""
+    cal = Calibration(unrelated=0.06, related=0.54)
+    hits = [cand("near", 0.6, vector_score=0.6), cand("far", 0.1, vector_score=0.1)]
+    out = floor_vector_only(hits, min_score=0.35, max_results=5, calibration=cal)
+    assert [c.id for c in out] == ["near"]
+    assert out[0].score == cal.score(0.6) > 0.6
+    assert hits[0].score == 0.6  # the caller's candidates are not changed
+    raw = floor_vector_only(hits, min_score=0.35, max_results=5, calibration=None)
+    assert [(c.id, c.score) for c in raw] == [("near", 0.6)]
+    assert floor_vector_only(hits, min_score=0.0, max_results=1, calibration=cal)[0].id == "near"

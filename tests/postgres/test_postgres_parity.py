@@ -70,6 +70,7 @@ def _settings(workspace: Path, registry: PluginRegistry, backend: str, dsn: str,
         overrides={
             "backend": backend,
             "provider": "none" if mode == "keyword" else "hash",
+            "query": {"hybrid": {"enabled": mode != "vector"}},
             "backends": {
                 "postgres": {
                     "dsn": dsn,
@@ -87,21 +88,25 @@ def _settings(workspace: Path, registry: PluginRegistry, backend: str, dsn: str,
     )
 
 
-def _ranking(manager: MemorySearchManager, query: str) -> list[tuple[float, str, int, int]]:
+def _ranking(
+    manager: MemorySearchManager, query: str, floored: bool = False
+) -> list[tuple[float, str, int, int]]:
     """(score, path, lines) in rank order; hits with equal scores (to 4 decimals, so the
     order in which floats were summed does not matter) in path and line order. Every hit is
-    asked for, so no cut-off falls between hits whose scores differ only in float noise."""
-    hits = [
-        (round(r.score, 4), r.path, r.start_line, r.end_line)
-        for r in manager.search(query, max_results=50, min_score=0.0)
-    ]
+    asked for, so no cut-off falls between hits whose scores differ only in float noise;
+    ``floored``: the default ``min_score`` applies."""
+    found = manager.search(query, max_results=50, **({} if floored else {"min_score": 0.0}))
+    hits = [(round(r.score, 4), r.path, r.start_line, r.end_line) for r in found]
     return sorted(hits, key=lambda h: (-h[0], h[1:]))
 
 
-@pytest.mark.parametrize("mode", ["keyword", "hybrid", "hybrid-hnsw"])
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "hybrid-hnsw", "vector"])
 def test_postgres_ranks_like_builtin(
     mode: str, tmp_path: Path, pg_server: Any, registry: PluginRegistry
 ) -> None:
+    """The same hits with every score, and the same hits kept by the default floor (which
+    weighs calibrated scores and, in hybrid mode, the share of the question a keyword hit
+    covers)."""
     registry.register(sqlite_plugin, "builtin")
     managers: dict[str, MemorySearchManager] = {}
     for backend in ("builtin", "postgres"):
@@ -111,11 +116,19 @@ def test_postgres_ranks_like_builtin(
         managers[backend].sync()
     try:
         for query in QUERIES:
-            builtin = _ranking(managers["builtin"], query)
-            postgres = _ranking(managers["postgres"], query)
-            assert postgres == builtin, query
+            for floored in (False, True):
+                builtin = _ranking(managers["builtin"], query, floored)
+                postgres = _ranking(managers["postgres"], query, floored)
+                assert postgres == builtin, (query, floored)
         for query in ("deploy friday", "会 京"):
             assert _ranking(managers["postgres"], query), f"the corpus must match {query!r}"
+        if mode != "keyword":  # the floor drops something, so the floored check means something
+            dropped = [
+                q
+                for q in QUERIES
+                if _ranking(managers["builtin"], q, True) != _ranking(managers["builtin"], q)
+            ]
+            assert dropped
     finally:
         for manager in managers.values():
             manager.close()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.cjk import is_cjk_char
@@ -50,27 +50,44 @@ def term_weights(
 ) -> dict[str, float]:
     """Each distinct query term's :func:`idf`, keyed by its index stem (CJK n-grams as they
     are); terms missing from ``frequencies`` count as found in no chunk, terms that stem like
-    a function word (:func:`function_stems`) weigh 0."""
+    a function word (:func:`function_stems`) weigh 0. Spellings of one stem weigh as the
+    rarest of them."""
     words = [t for t in terms if not _is_gram(t)]
     stem_of = stems(words)
-    function = function_stems()
-    weights: dict[str, float] = {}
+    by_stem: dict[str, int] = {}
     for term in dict.fromkeys(terms):
         key = term if _is_gram(term) else stem_of[term]
-        weight = 0.0 if key in function else idf(frequencies.get(term, 0), total)
-        weights[key] = max(weights.get(key, 0.0), weight)
-    return weights
+        df = frequencies.get(term, 0)
+        by_stem[key] = min(by_stem.get(key, df), df)
+    return stem_weights(by_stem, total)
 
 
-def coverage(weights: Mapping[str, float], candidate: Candidate) -> float:
-    """The share of the ``weights`` (:func:`term_weights`) whose term ``candidate`` holds."""
+def stem_weights(frequencies: Mapping[str, int], total: int) -> dict[str, float]:
+    """:func:`term_weights` for terms that are index stems already (a backend that stems
+    its own terms): each one's :func:`idf` from its document frequency in ``frequencies``,
+    0 for a function word's stem (:func:`function_stems`)."""
+    function = function_stems()
+    return {key: 0.0 if key in function else idf(df, total) for key, df in frequencies.items()}
+
+
+def coverage(
+    weights: Mapping[str, float],
+    candidate: Candidate,
+    held: Callable[[Candidate], Collection[str]] | None = None,
+) -> float:
+    """The share of the ``weights`` (:func:`term_weights`) whose term ``candidate`` holds;
+    ``held`` gives a chunk's index terms for a backend whose terms are not FTS5's (by
+    default the chunk's words are stemmed as the builtin index stems them)."""
     total = sum(weights.values())
     if total <= 0:  # nothing informative asked: the keyword score is all there is
         return 1.0
+    if held is not None:
+        terms_held = set(held(candidate))
+        return sum(w for key, w in weights.items() if key in terms_held) / total
     terms = candidate.terms if candidate.terms is not None else chunk_terms(candidate.text)
     firsts = _first_letters(weights)
     stem_of = stems(w for w in terms.words.split() if w[:1] in firsts)
-    held = set(stem_of.values())
+    held_stems = set(stem_of.values())
     text = ""
     mass = 0.0
     for key, weight in weights.items():
@@ -79,7 +96,7 @@ def coverage(weights: Mapping[str, float], candidate: Candidate) -> float:
                 text = unicodedata.normalize("NFC", candidate.text).lower()
             if key in text:
                 mass += weight
-        elif key in held:
+        elif key in held_stems:
             mass += weight
     return mass / total
 
@@ -90,7 +107,11 @@ def _first_letters(weights: Mapping[str, float]) -> frozenset[str]:
     return frozenset(key[:1] for key in weights if not _is_gram(key))
 
 
-def measure_coverage(keyword: Sequence[Candidate], weights: Mapping[str, float]) -> None:
+def measure_coverage(
+    keyword: Sequence[Candidate],
+    weights: Mapping[str, float],
+    held: Callable[[Candidate], Collection[str]] | None = None,
+) -> None:
     """Set each hit's ``coverage`` (:func:`coverage`)."""
     for cand in keyword:
-        cand.coverage = coverage(weights, cand)
+        cand.coverage = coverage(weights, cand, held)

@@ -142,6 +142,27 @@ def keyword_floor(
     return (strict or list(ranked))[:max_results]
 
 
+def floor_vector_only(
+    vector: Sequence[Candidate],
+    *,
+    min_score: float,
+    max_results: int,
+    calibration: Calibration | None,
+    query: str = "",
+    query_vector: Vector | None = None,
+) -> list[Candidate]:
+    """Vector-only mode's floor: with the provider's ``calibration``, each cosine aligned
+    across scripts (:meth:`Calibration.align`) and mapped to the calibrated scale, as
+    :func:`fuse_hybrid` maps fused scores, so ``min_score`` means the same in both modes;
+    without one, raw cosines."""
+    if calibration is not None:
+        vector = [
+            c.with_score(calibration.score(c.score))
+            for c in calibration.align(vector, query, query_vector)
+        ]
+    return [c for c in vector if c.score >= min_score][: max(0, max_results)]
+
+
 def rank_keyword_only(
     hits: Sequence[Candidate],
     query: str,

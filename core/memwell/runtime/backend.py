@@ -51,7 +51,12 @@ from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.chunking import CHUNKER_VERSION, Chunk, chunk_markdown
 from memwell.retrieval.limits import enforce_input_limit
 from memwell.retrieval.parsed_query import ParsedQuery
-from memwell.retrieval.pipeline import fuse_hybrid, keyword_floor, rank_candidates
+from memwell.retrieval.pipeline import (
+    floor_vector_only,
+    fuse_hybrid,
+    keyword_floor,
+    rank_candidates,
+)
 from memwell.retrieval.snippets import DEFAULT_SNIPPET_LIMIT, citations_enabled, to_results
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
 from memwell.sources.paths import read_memory_file
@@ -300,6 +305,23 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
             min_score=request.min_score,
             max_results=request.limit,
             mtime_of=self.mtime_of,
+            calibration=self.score_calibration() if vector else None,
+            query=request.query,
+            query_vector=query_vector,
+        )
+
+    def rank_vector_only(
+        self,
+        vector: Sequence[Candidate],
+        request: SearchRequest,
+        query_vector: Vector | None = None,
+    ) -> list[Candidate]:
+        """Vector-only ranking (``query.hybrid.enabled = false``): cosines on the provider's
+        calibrated scale, as :meth:`rank_hybrid` gives fused scores, then the floor."""
+        return floor_vector_only(
+            vector,
+            min_score=request.min_score,
+            max_results=request.limit,
             calibration=self.score_calibration() if vector else None,
             query=request.query,
             query_vector=query_vector,

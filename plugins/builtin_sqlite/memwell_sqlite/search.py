@@ -20,6 +20,7 @@ from memwell.plugin import (
     build_fts_query,
     extract_keywords,
     file_scan_search,
+    floor_vector_only,
     fuse_hybrid,
     is_cjk_char,
     measure_coverage,
@@ -287,11 +288,14 @@ class Searcher:
                 vector += self.exact_cosines(store, keyword, vector, query_vector, model)
                 vector = self.with_file_similarity(store, vector, query_vector, model)
         if not use_fts:
-            if calibration is not None:
-                vector = calibration.align(vector, query, query_vector)
-                for cand in vector:
-                    cand.score = calibration.score(cand.score)
-            return [c for c in vector if c.score >= request.min_score][: request.limit]
+            return floor_vector_only(
+                vector,
+                min_score=request.min_score,
+                max_results=request.limit,
+                calibration=calibration,
+                query=query,
+                query_vector=query_vector,
+            )
         return fuse_hybrid(
             vector,
             keyword,

@@ -22,13 +22,15 @@ from memwell.plugin import (
     SearchRequest,
     SourceCount,
     VectorStatus,
+    measure_coverage,
     rank_keyword_only,
+    stem_weights,
 )
 
 from .config import PostgresConfig
 from .db import Database
 from .indexer import Indexer, SyncReport
-from .lexemes import query_terms
+from .lexemes import query_terms, terms_of
 from .search import Active, run_search
 from .store import SOURCE, Store
 
@@ -133,8 +135,11 @@ class PostgresMemoryManager(MemoryBackend):
                 mtime_of=self.mtime_of,
             )
         if not use_fts:
-            return [c for c in found.vector if c.score >= request.min_score][: request.limit]
+            return self.rank_vector_only(found.vector, request, vector)
         _scale_keyword(found.keyword, relative=True)
+        if request.hybrid.coverage_power > 0:
+            weights = stem_weights(found.frequencies, found.chunks)
+            measure_coverage(found.keyword, weights, held=lambda c: terms_of(c.text))
         vector_side = with_cosines(found.vector, found.keyword, found.cosines)
         return self.rank_hybrid(vector_side, found.keyword, request, vector)
 

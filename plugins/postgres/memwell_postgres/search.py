@@ -24,7 +24,9 @@ hybrid fusion sees every candidate's similarity (as the builtin backend does).
 One statement reads the statistics and both candidate lists, with the namespace and the
 generation spelled as literals (so the planner uses that generation's partial indexes), and
 is prepared on the server once per connection. It also returns the active generation and
-its size: when a rebuild switched generations, the search runs again on the new one.
+its size (when a rebuild switched generations, the search runs again on the new one) and,
+for keyword searches, each query term's document frequency (the score floor weighs a keyword
+hit by the share of the question's informative terms it holds).
 """
 
 from __future__ import annotations
@@ -136,19 +138,26 @@ FROM ({parts}) r JOIN {chunks} c ON c.id = r.id
 UNION ALL
 SELECT 'g', n.generation, g.chunk_count, NULL, NULL, NULL, NULL, NULL
 FROM {namespaces} n JOIN {generations} g USING (namespace, generation)
-WHERE n.namespace = {ns}"""
+WHERE n.namespace = {ns}{terms}"""
+
+_TERMS = """
+UNION ALL
+SELECT 't', q.df, NULL, q.lexeme, NULL, NULL, NULL, NULL FROM q"""
 
 
 @dataclass(frozen=True)
 class Found:
     """The two candidate lists of one search (either may be empty); ``cosines`` holds the
     exact cosine of each keyword candidate that has a vector; ``indexed`` is false when the
-    namespace has never been indexed."""
+    namespace has never been indexed; ``frequencies`` holds each query lexeme's document
+    frequency among the generation's ``chunks`` (keyword searches)."""
 
     keyword: list[Candidate]
     vector: list[Candidate]
     cosines: dict[str, float] = field(default_factory=dict)
     indexed: bool = True
+    frequencies: dict[str, int] = field(default_factory=dict)
+    chunks: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,7 @@ def statement(
             namespaces=store.t("namespaces"),
             generations=store.t("generations"),
             ns=ns,
+            terms=sql.SQL(_TERMS if keyword else ""),
         )
     )
     return query.as_string(None)
@@ -287,9 +297,13 @@ def _found(rows: list[tuple[Any, ...]]) -> tuple[Found, Active | None]:
     keyword: list[Candidate] = []
     vector: list[Candidate] = []
     cosines: dict[str, float] = {}
+    frequencies: dict[str, int] = {}
     for kind, score, chunk_id, path, start, end, text, cosine in rows:
         if kind == "g":
             now = Active(int(score), int(chunk_id))
+            continue
+        if kind == "t":
+            frequencies[path] = int(score)
             continue
         cand = Candidate(
             id=str(chunk_id), path=path, start_line=start, end_line=end, text=text, source=SOURCE
@@ -304,4 +318,5 @@ def _found(rows: list[tuple[Any, ...]]) -> tuple[Found, Active | None]:
             vector.append(cand)
     keyword.sort(key=lambda c: (-c.text_score, int(c.id)))
     vector.sort(key=lambda c: (-c.vector_score, int(c.id)))  # ties in insertion order
-    return Found(keyword, vector, cosines), now
+    chunks = now.chunks if now is not None else 0
+    return Found(keyword, vector, cosines, frequencies=frequencies, chunks=chunks), now
