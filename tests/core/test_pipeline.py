@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from memwell.contract.config import HybridSettings
-from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.calibration import Calibration
+from memwell.retrieval.candidate import Candidate
 from memwell.retrieval.pipeline import (
     floor_vector_only,
     fuse_hybrid,
