@@ -1,6 +1,6 @@
 """The default score floor as a classifier on two workspaces (issues 21 and 43).
 
-    python bench/bench_floor.py [--set demo|one-word|both] [--json]
+    python bench/bench_floor.py [--set demo|one-word|both] [--config FILE] [--json]
 
 For each set, copies its workspace to a temporary directory, indexes it with the configured
 provider (the local all-MiniLM-L6-v2 by default) and asks two fixed sets of questions with
@@ -12,6 +12,10 @@ when that file is among the hits), and unrelated questions (right when nothing c
 - ``one-word``: ``tests/data/floor_check``, a workspace of five notes, and its
   ``questions.json``: 71 unrelated questions that each share exactly one content word (by
   index stem) with a note, the hard case of issue 43, and 12 answered ones.
+
+``--config FILE`` opens each copy with that memwell.toml on top (another backend, say
+``backend = "postgres"`` with its ``dsn``; or ``[query.hybrid] enabled = false`` for
+vector-only search).
 
 Prints both fractions, the scores of every question and the calibration the index stored.
 SciFact and LoCoMo give the same figures through ``memwell eval`` (``floor_kept``,
@@ -72,7 +76,10 @@ def question_sets(name: str) -> dict[str, tuple[Path, dict[str, str], tuple[str,
 
 
 def measure(
-    source: Path, answered: dict[str, str], unrelated: tuple[str, ...]
+    source: Path,
+    answered: dict[str, str],
+    unrelated: tuple[str, ...],
+    config: Path | None = None,
 ) -> dict[str, object]:
     """Index a copy of ``source`` and ask both question sets under the default floor."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,6 +88,7 @@ def measure(
         memory = open_memory(
             workspace,
             overrides={"sync": {"watch": False}, "cache": {"recall": {"enabled": False}}},
+            config_file=config,
         )
         memory.sync()
         rows = []
@@ -99,7 +107,8 @@ def measure(
         close_all()
     kept = sum(1 for r in rows if r.get("kept")) / len(answered)
     empty = sum(1 for r in rows if r.get("empty")) / len(unrelated)
-    return {"provider": status.provider, "model": status.model, "calibration": calibration,
+    return {"backend": status.backend, "provider": status.provider, "model": status.model,
+            "calibration": calibration,
             "answered": len(answered), "answered_kept": kept,
             "unrelated": len(unrelated), "unrelated_empty": empty, "rows": rows}  # fmt: skip
 
@@ -107,15 +116,17 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", choices=("demo", "one-word", "both"), default="both")
+    parser.add_argument("--config", type=Path, help="a memwell.toml applied to each copy")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    reports = {name: measure(*spec) for name, spec in question_sets(args.set).items()}
+    sets = question_sets(args.set)
+    reports = {name: measure(*spec, config=args.config) for name, spec in sets.items()}
     if args.json:
         print(json.dumps(reports))
         return
     for name, report in reports.items():
-        print(f"[{name}] {report['provider']} {report['model']}, "
+        print(f"[{name}] {report['backend']}, {report['provider']} {report['model']}, "
               f"calibration {report['calibration']}")  # fmt: skip
         for row in report["rows"]:  # type: ignore[attr-defined]
             fields = {k: v for k, v in row.items() if k != "query"}
