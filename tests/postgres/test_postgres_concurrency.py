@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,9 @@ import pytest
 from memwell.contract.errors import BackendUnavailableError
 from memwell.retrieval.chunking import chunk_markdown
 from memwell.testing.conformance import write_workspace
+from memwell_postgres.config import PostgresConfig
+from memwell_postgres.schema import ensure_generation_indexes
+from memwell_postgres.store import Store
 from pg_helpers import Build
 from pg_workers import rebuilder, writer
 
@@ -129,3 +133,49 @@ def test_server_restart_gives_a_clear_error_then_recovers(
     (ws / "memory" / "after.md").write_text("Written after the restart: kestrel.\n")
     memory.sync()
     assert [r.path for r in memory.search("kestrel")] == ["memory/after.md"]
+
+
+def test_an_index_build_waits_for_another_namespaces_writer_without_deadlock(
+    pg_server: Any, build: Build, tmp_path: Path
+) -> None:
+    """A full rebuild's index builds (SHARE locks on ``chunks`` and ``postings``) and another
+    namespace's write transaction (ROW EXCLUSIVE on ``chunks``, then on ``postings``, the
+    order every writer takes them in) must queue, not deadlock: the builder locked
+    ``postings`` first and then waited for ``chunks``, while the writer, holding ``chunks``,
+    waited for ``postings`` (seen while a 1M-chunk load ran beside a small sync)."""
+    build(write_workspace(tmp_path / "ws"), pg={"namespace": "other"}).sync()  # the schema
+    store = Store("memwell", "rebuilding")
+    config = PostgresConfig(dsn=pg_server.dsn)
+    with psycopg.connect(pg_server.dsn, autocommit=True) as setup:
+        generation = store.begin_generation(setup, {"test": 1}, "host")
+    errors: list[BaseException] = []
+    with (
+        psycopg.connect(pg_server.dsn) as writer_conn,
+        psycopg.connect(pg_server.dsn, autocommit=True) as builder_conn,
+    ):
+        writer_conn.execute("SET lock_timeout = '20s'")
+        writer_conn.execute("LOCK TABLE memwell.chunks IN ROW EXCLUSIVE MODE")
+
+        def rebuild() -> None:
+            try:
+                ensure_generation_indexes(
+                    builder_conn, "memwell", store.namespace, generation, ("m", 4), config
+                )
+            except BaseException as exc:  # reported by the assertion below
+                errors.append(exc)
+
+        builder = threading.Thread(target=rebuild)
+        builder.start()
+        pid = builder_conn.info.backend_pid
+        with psycopg.connect(pg_server.dsn, autocommit=True) as watch:
+            deadline = time.monotonic() + 20
+            while not watch.execute(
+                "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", (pid,)
+            ).fetchone()[0]:
+                assert time.monotonic() < deadline, "the index build never waited for the writer"
+                time.sleep(0.05)
+        writer_conn.execute("LOCK TABLE memwell.postings IN ROW EXCLUSIVE MODE")
+        writer_conn.commit()
+        builder.join(60)
+    assert not builder.is_alive()
+    assert not errors, errors

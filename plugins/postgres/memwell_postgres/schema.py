@@ -196,25 +196,31 @@ def ensure_generation_indexes(
     table = sql.Identifier(schema, "chunks")
     where = generation_filter(namespace, generation)
     postings_name = f"postings_{tag}"
-    wanted: dict[str, sql.Composed] = {
-        postings_name: sql.SQL(
-            "CREATE INDEX {} ON {} (lexeme, chunk_id) INCLUDE (tf, len) WHERE {}"
-        ).format(sql.Identifier(postings_name), sql.Identifier(schema, "postings"), where)
+    wanted: dict[str, tuple[str, sql.Composed]] = {
+        postings_name: (
+            "postings",
+            sql.SQL("CREATE INDEX {} ON {} (lexeme, chunk_id) INCLUDE (tf, len) WHERE {}").format(
+                sql.Identifier(postings_name), sql.Identifier(schema, "postings"), where
+            ),
+        )
     }
     if vector is not None:
         model, dims = vector
         vec_name = f"chunks_vec_{tag}_{_digest(model, dims)[:8]}"
-        wanted[vec_name] = sql.SQL(
-            "CREATE INDEX {name} ON {table} USING hnsw (({expr}) vector_cosine_ops) "
-            "WITH (m = {m}, ef_construction = {ef}) WHERE {where} AND {vfilter}"
-        ).format(
-            name=sql.Identifier(vec_name),
-            table=table,
-            expr=vector_expr(dims),
-            m=sql.Literal(config.hnsw_m),
-            ef=sql.Literal(config.hnsw_ef_construction),
-            where=where,
-            vfilter=vector_filter(model, dims),
+        wanted[vec_name] = (
+            "chunks",
+            sql.SQL(
+                "CREATE INDEX {name} ON {table} USING hnsw (({expr}) vector_cosine_ops) "
+                "WITH (m = {m}, ef_construction = {ef}) WHERE {where} AND {vfilter}"
+            ).format(
+                name=sql.Identifier(vec_name),
+                table=table,
+                expr=vector_expr(dims),
+                m=sql.Literal(config.hnsw_m),
+                ef=sql.Literal(config.hnsw_ef_construction),
+                where=where,
+                vfilter=vector_filter(model, dims),
+            ),
         )
     built: list[str] = []
     with conn.transaction(), _memory_notices(conn) as notices:
@@ -232,9 +238,19 @@ def ensure_generation_indexes(
                 (schema, f"%_{tag}%"),
             ).fetchall()
         }
-        for name, statement in wanted.items():
-            if name in present:
-                continue
+        missing = {name: (target, statement) for name, (target, statement) in wanted.items()
+                   if name not in present}  # fmt: skip
+        if missing:
+            # Writers take ``chunks`` before ``postings``; an index build takes both tables'
+            # SHARE locks in that order up front, so it queues behind a writer of another
+            # namespace instead of holding ``postings`` while that writer waits for it.
+            tables = [t for t in ("chunks", "postings") if t in {x for x, _ in missing.values()}]
+            conn.execute(
+                sql.SQL("LOCK TABLE {} IN SHARE MODE").format(
+                    sql.SQL(", ").join(sql.Identifier(schema, t) for t in tables)
+                )
+            )
+        for name, (_, statement) in missing.items():
             conn.execute(statement)
             built.append(name)
     return IndexBuild(built, notices)
