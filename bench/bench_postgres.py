@@ -3,6 +3,7 @@ interleaved on one server and one data set.
 
     python bench/bench_postgres.py --chunks 100000 --chunks 300000 [--dsn URL] [--workdir DIR]
     python bench/bench_postgres.py --chunks 1000000 --clients 1 --clients 16 --no-previous
+    python bench/bench_postgres.py --chunks 100000 --terms 4   # short, agent-style queries
 
 Data, said with every figure: chunk text is synthetic, words drawn with their frequencies in
 the SciFact corpus (``../shared/data/beir-scifact``), 40-160 words a chunk, so terms have a
@@ -114,8 +115,16 @@ def files(
         yield f"memory/f{f:07d}.md", rows
 
 
-def load(db: Database, store: Store, chunks: int, words: list[str], probs: np.ndarray) -> float:
-    """Load ``chunks`` chunks as a full rebuild does; seconds taken."""
+def load(
+    db: Database,
+    store: Store,
+    chunks: int,
+    words: list[str],
+    probs: np.ndarray,
+    previous: bool = True,
+) -> float:
+    """Load ``chunks`` chunks as a full rebuild does; seconds taken. ``previous`` also builds
+    the GIN index the previous statements need (not part of the backend's build)."""
     started = time.perf_counter()
     identity = {"bench": chunks}
     with db.connection() as conn:
@@ -147,7 +156,8 @@ def load(db: Database, store: Store, chunks: int, words: list[str], probs: np.nd
         )
         for warning in build.warnings:
             print(f"note: {warning}", flush=True)
-        _previous_index(conn, store, generation)
+        if previous:
+            _previous_index(conn, store, generation)
         store.postings.analyze(conn)
         store.switch_to(conn, generation, identity)
         store.drop_generations(conn, "retired")
@@ -342,6 +352,13 @@ def round_of(
     }
 
 
+def _first_terms(terms: QueryTerms | None, count: int | None) -> QueryTerms | None:
+    """``terms`` cut to their first ``count`` lexemes (all of them without ``count``)."""
+    if terms is None or not count:
+        return terms
+    return QueryTerms(terms.lexemes[:count])
+
+
 def _load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -362,7 +379,7 @@ def run(args: argparse.Namespace, dsn: str, chunks: int) -> None:
     print("text: synthetic, SciFact word frequencies; vectors: random unit, 128 dims")
     if present is None or args.rebuild:
         words, probs = vocabulary(args.dataset)
-        seconds = load(db, store, chunks, words, probs)
+        seconds = load(db, store, chunks, words, probs, previous=not args.no_previous)
         print(f"loaded in {seconds:.0f} s ({chunks / seconds:.0f} chunks/s, load {_load_avg()})")
     if args.load_only:
         db.close()
@@ -370,8 +387,11 @@ def run(args: argparse.Namespace, dsn: str, chunks: int) -> None:
     rng = np.random.default_rng(23)
     texts = claims(args.dataset)
     queries = [
-        (query_terms(t), v) for t, v in zip(texts, unit_vectors(rng, len(texts)), strict=True)
+        (_first_terms(query_terms(t), args.terms), v)
+        for t, v in zip(texts, unit_vectors(rng, len(texts)), strict=True)
     ]
+    if args.terms:
+        print(f"queries: each claim's first {args.terms} search terms (short, agent-style)")
     searches: dict[str, Search] = {"new": NewSearch(store)}
     if not args.no_previous:
         searches["previous"] = previous_search
@@ -402,6 +422,9 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=SCIFACT)
     parser.add_argument("--queries", type=int, default=25, help="queries per client per round")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--terms", type=int, help="cut each claim to its first N search terms (default: all)"
+    )
     parser.add_argument("--rebuild", action="store_true", help="load even if already there")
     parser.add_argument("--load-only", action="store_true", help="load, do not search")
     parser.add_argument("--no-previous", action="store_true", help="the new statement only")
