@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memwell.contract.config import MemwellSettings
@@ -237,6 +238,40 @@ def test_replace_file_refuses_a_file_changed_since_it_was_read(tmp_path: Path) -
         replace_file(path, b"mine\n", state)
     assert busy.value.reason == "busy" and path.read_text() == "edited elsewhere\n"
     assert [p.name for p in tmp_path.iterdir()] == ["a.md"]  # no temp file left behind
+
+
+def test_replace_file_returns_a_line_written_just_after_the_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor that opened the file before the rename and writes a moment after it (it was
+    preempted in between) writes into the replaced file: that line comes back to the caller
+    to carry over, not lost. The editor writes at the first pause after the rename."""
+    import memwell.writing.atomic as atomic
+
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(b"old\n")
+    state = read_state(path)
+    editor = os.open(path, os.O_WRONLY | os.O_APPEND)
+    real_rename, real_sleep = os.rename, atomic.time.sleep
+    renamed: list[bool] = []
+
+    def rename(*args: Any, **kwargs: Any) -> None:
+        real_rename(*args, **kwargs)
+        renamed.append(True)
+
+    def pause(seconds: float) -> None:
+        if renamed and renamed.pop():
+            os.write(editor, b"editor line\n")
+        real_sleep(seconds)
+
+    monkeypatch.setattr(atomic.os, "rename", rename)
+    monkeypatch.setattr(atomic.time, "sleep", pause)
+    try:
+        late = replace_file(path, b"mine\n", state)
+    finally:
+        os.close(editor)
+    assert late == b"old\neditor line\n"
+    assert path.read_bytes() == b"mine\n"
 
 
 def test_a_sync_joining_a_running_one_still_sees_the_write(

@@ -6,12 +6,15 @@ new ones, never a mix. Right before the rename it checks, through a descriptor, 
 is the one that was read (device and inode) and still holds the bytes read; if another editor
 replaced it or changed those bytes, it refuses, so the caller reads again and redoes its edit.
 Bytes an editor appended meanwhile (a shell ``>>``, a logger; they may land up to the rename,
-as POSIX has no compare-and-swap rename) are read back through that descriptor after the
-rename and returned, and the caller carries them over (:func:`append_bytes`, or a merge) so
-no editor line is lost. A new file is linked into place, which fails rather than replace a
-file that appeared meanwhile. :func:`write_lock` is an ``fcntl.flock`` lock on a file in the
-index directory, held across the read-modify-write so two memwell writers (threads or
-processes) never lose each other's appends.
+as POSIX has no compare-and-swap rename, or just after it from an editor that opened the file
+before) are read back through that descriptor once the old file has stopped growing for a
+few milliseconds, and returned; the caller carries them over (:func:`append_bytes`, or a
+merge) so no editor line is lost. An editor descheduled for longer than that wait between
+opening the file and writing to it can still write into the replaced file; nothing short of
+the editor taking memwell's lock closes that window. A new file is linked into place, which
+fails rather than replace a file that appeared meanwhile. :func:`write_lock` is an
+``fcntl.flock`` lock on a file in the index directory, held across the read-modify-write so
+two memwell writers (threads or processes) never lose each other's appends.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from memwell.util.lazy_import import lazy_logger, lazy_pattern
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 _LOCK_POLL_S = 0.01
+_SETTLE_POLL_S = 0.002
+_SETTLE_S = 0.006
+_SETTLE_MAX_S = 0.05
 _TEMP_HEX = 12
 _PID_DIGITS = 7  # Linux's pid_max is at most 2**22
 TEMP_NAME_EXTRA_BYTES = len(".") + len(".") + _PID_DIGITS + len("-") + _TEMP_HEX + len(".tmp")
@@ -147,6 +153,21 @@ def _only_appended(fd: int, previous: FileState) -> bool:
     return _read_all(fd).startswith(previous.data)
 
 
+def _settled(fd: int) -> int:
+    """``fd`` once its file (just renamed away) has stopped growing for :data:`_SETTLE_S`, or
+    after :data:`_SETTLE_MAX_S`: an editor that opened the old file just before the rename
+    may still be about to write its line there (it was preempted between its ``open`` and
+    its ``write``), and that line is carried over only if it lands before the read."""
+    size = os.fstat(fd).st_size
+    quiet_since = started = time.monotonic()
+    while (now := time.monotonic()) - quiet_since < _SETTLE_S and now - started < _SETTLE_MAX_S:
+        time.sleep(_SETTLE_POLL_S)
+        grown = os.fstat(fd).st_size
+        if grown != size:
+            size, quiet_since = grown, time.monotonic()
+    return fd
+
+
 def append_bytes(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` in place (``O_APPEND``, so no other appender is overwritten)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
@@ -217,7 +238,7 @@ def replace_file(path: Path, data: bytes, previous: FileState) -> bytes | None:
                 raise WriteRefusedError(f"{path.name} changed while writing", reason="busy")
             os.rename(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             os.fsync(dir_fd)
-            late = _read_all(old)
+            late = _read_all(_settled(old))
         finally:
             os.close(old)
         return None if late == previous.data else late
