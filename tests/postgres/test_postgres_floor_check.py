@@ -42,38 +42,40 @@ def _synced(root: Path, dsn: str, namespace: str, hybrid: bool) -> MemorySearchM
 
 
 @pytest.fixture(scope="module")
-def memory(
+def memories(
     tmp_path_factory: pytest.TempPathFactory, pg_server: Any
-) -> Iterator[MemorySearchManager]:
-    yield _synced(tmp_path_factory.mktemp("floor"), pg_server.dsn, "floor-check", True)
+) -> Iterator[dict[str, MemorySearchManager]]:
+    """The workspace indexed twice: hybrid search, and vector-only (keyword search off)."""
+    root = tmp_path_factory.mktemp("floor")
+    yield {
+        mode: _synced(root / mode, pg_server.dsn, f"floor-check-{mode}", mode == "hybrid")
+        for mode in ("hybrid", "vector")
+    }
     close_all()
 
 
-@pytest.fixture(scope="module")
-def vector_only(
-    tmp_path_factory: pytest.TempPathFactory, pg_server: Any
-) -> Iterator[MemorySearchManager]:
-    yield _synced(tmp_path_factory.mktemp("floor-v"), pg_server.dsn, "floor-check-v", False)
-    close_all()
-
-
-def test_the_floor_drops_questions_sharing_one_word(memory: MemorySearchManager) -> None:
+def test_the_floor_drops_questions_sharing_one_word(
+    memories: dict[str, MemorySearchManager],
+) -> None:
+    memory = memories["hybrid"]
     unrelated = QUESTIONS["unrelated"]
     answered = [q for q in unrelated if memory.search(q)]
     assert len(answered) <= 0.1 * len(unrelated), answered
     assert all(memory.search(q, min_score=0.0) for q in unrelated)  # found, then floored
 
 
-def test_the_floor_keeps_every_answer(memory: MemorySearchManager) -> None:
+def test_the_floor_keeps_every_answer(memories: dict[str, MemorySearchManager]) -> None:
+    memory = memories["hybrid"]
     for question, path in QUESTIONS["answered"].items():
         hits = memory.search(question)
         assert path in {h.path for h in hits}, (question, [(h.path, h.score) for h in hits])
 
 
-def test_vector_only_scores_are_calibrated(vector_only: MemorySearchManager) -> None:
+def test_vector_only_scores_are_calibrated(memories: dict[str, MemorySearchManager]) -> None:
     """Keyword search off: scores on the calibrated scale, as hybrid ones are, so the same
     floor keeps the answers and drops the unrelated questions. One answer is lost to the
     model here: MiniLM puts "who leads the platform team" at 0.18 from its note."""
+    vector_only = memories["vector"]
     answered = QUESTIONS["answered"]
     kept = [q for q, path in answered.items() if path in {h.path for h in vector_only.search(q)}]
     assert len(kept) >= len(answered) - 1, set(answered) - set(kept)
