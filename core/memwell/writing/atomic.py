@@ -153,11 +153,11 @@ def _only_appended(fd: int, previous: FileState) -> bool:
     return _read_all(fd).startswith(previous.data)
 
 
-def _settled(fd: int) -> int:
-    """``fd`` once its file (just renamed away) has stopped growing for :data:`_SETTLE_S`, or
-    after :data:`_SETTLE_MAX_S`: an editor that opened the old file just before the rename
-    may still be about to write its line there (it was preempted between its ``open`` and
-    its ``write``), and that line is carried over only if it lands before the read."""
+def _wait_for_late_appends(fd: int) -> None:
+    """Return once the file open as ``fd`` (just renamed away) has stopped growing for
+    :data:`_SETTLE_S`, or after :data:`_SETTLE_MAX_S`: an editor that opened the old file just
+    before the rename may still be about to write its line there (it was preempted between
+    its ``open`` and its ``write``), and that line is carried over only if it lands first."""
     size = os.fstat(fd).st_size
     quiet_since = started = time.monotonic()
     while (now := time.monotonic()) - quiet_since < _SETTLE_S and now - started < _SETTLE_MAX_S:
@@ -165,7 +165,6 @@ def _settled(fd: int) -> int:
         grown = os.fstat(fd).st_size
         if grown != size:
             size, quiet_since = grown, time.monotonic()
-    return fd
 
 
 def append_bytes(path: Path, data: bytes) -> None:
@@ -238,7 +237,8 @@ def replace_file(path: Path, data: bytes, previous: FileState) -> bytes | None:
                 raise WriteRefusedError(f"{path.name} changed while writing", reason="busy")
             os.rename(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             os.fsync(dir_fd)
-            late = _read_all(_settled(old))
+            _wait_for_late_appends(old)
+            late = _read_all(old)
         finally:
             os.close(old)
         return None if late == previous.data else late

@@ -138,7 +138,8 @@ class PostgresMemoryManager(MemoryBackend):
             return self.rank_vector_only(found.vector, request, vector)
         _scale_keyword(found.keyword, relative=True)
         if request.hybrid.coverage_power > 0:
-            weights = stem_weights(found.frequencies, found.chunks)
+            total = self.active.chunks if self.active is not None else 0
+            weights = stem_weights(found.frequencies, total)
             measure_coverage(found.keyword, weights, held=lambda c: terms_of(c.text))
         vector_side = with_cosines(found.vector, found.keyword, found.cosines)
         return self.rank_hybrid(vector_side, found.keyword, request, vector)

@@ -238,16 +238,17 @@ def ensure_generation_indexes(
                 (schema, f"%_{tag}%"),
             ).fetchall()
         }
-        missing = {name: (target, statement) for name, (target, statement) in wanted.items()
-                   if name not in present}  # fmt: skip
-        if missing:
+        missing = {name: job for name, job in wanted.items() if name not in present}
+        targets = {table for table, _ in missing.values()}
+        if targets:
             # Writers take ``chunks`` before ``postings``; an index build takes both tables'
             # SHARE locks in that order up front, so it queues behind a writer of another
             # namespace instead of holding ``postings`` while that writer waits for it.
-            tables = [t for t in ("chunks", "postings") if t in {x for x, _ in missing.values()}]
             conn.execute(
                 sql.SQL("LOCK TABLE {} IN SHARE MODE").format(
-                    sql.SQL(", ").join(sql.Identifier(schema, t) for t in tables)
+                    sql.SQL(", ").join(
+                        sql.Identifier(schema, t) for t in ("chunks", "postings") if t in targets
+                    )
                 )
             )
         for name, (_, statement) in missing.items():

@@ -150,14 +150,13 @@ class Found:
     """The two candidate lists of one search (either may be empty); ``cosines`` holds the
     exact cosine of each keyword candidate that has a vector; ``indexed`` is false when the
     namespace has never been indexed; ``frequencies`` holds each query lexeme's document
-    frequency among the generation's ``chunks`` (keyword searches)."""
+    frequency in the generation searched (keyword searches)."""
 
     keyword: list[Candidate]
     vector: list[Candidate]
     cosines: dict[str, float] = field(default_factory=dict)
     indexed: bool = True
     frequencies: dict[str, int] = field(default_factory=dict)
-    chunks: int = 0
 
 
 @dataclass(frozen=True)
@@ -318,5 +317,4 @@ def _found(rows: list[tuple[Any, ...]]) -> tuple[Found, Active | None]:
             vector.append(cand)
     keyword.sort(key=lambda c: (-c.text_score, int(c.id)))
     vector.sort(key=lambda c: (-c.vector_score, int(c.id)))  # ties in insertion order
-    chunks = now.chunks if now is not None else 0
-    return Found(keyword, vector, cosines, frequencies=frequencies, chunks=chunks), now
+    return Found(keyword, vector, cosines, frequencies=frequencies), now
