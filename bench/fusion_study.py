@@ -263,6 +263,23 @@ def stripped_query(wv: float) -> Fusion:
     return fuse
 
 
+def vector_feedback(wv: float, top: int, beta: float) -> Fusion:
+    """Weighted fusion, filled, after one round of pseudo-relevance feedback on the vector
+    side (Rocchio): the query vector plus ``beta`` times the mean vector of the ``top``
+    chunks of the first fused ranking, renormalised, then fused again."""
+    first = weighted(wv, fill=True)
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        scores = first(q)
+        best = sorted(scores, key=lambda i: -scores[i])[:top]
+        moved = q.vector + beta * _MATRIX[0][best].mean(axis=0)
+        moved = moved / np.linalg.norm(moved)
+        again = QueryData(q.relevant, q.keyword, _MATRIX[0] @ moved, moved, q.stripped, q.bm25)
+        return first(again)
+
+    return fuse
+
+
 def rrf(wv: float, k: int = 60) -> Fusion:
     def fuse(q: QueryData) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -288,6 +305,7 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--split", default="train")
     parser.add_argument("--workdir", type=Path, help="the eval's --workdir, if it had one")
+    parser.add_argument("--only", help="score only the variants whose name contains this")
     args = parser.parse_args()
     started = time.perf_counter()
     data, docs = _collect(args.dataset, args.split, args.workdir)
@@ -344,9 +362,17 @@ def main() -> None:
                     f"weighted {wv:.2f}, both exact, file weight {file_weight} x coherence ramp "
                     f"from {low}"
                 ] = exact_both(wv, file_weight, low)
+    for wv in (0.7, 0.75):
+        for top in (3, 5, 10):
+            for beta in (0.3, 0.5, 1.0):
+                variants[f"weighted {wv:.2f}, filled, vector feedback top {top} beta {beta}"] = (
+                    vector_feedback(wv, top, beta)
+                )
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")
     for name, fuse in variants.items():
+        if args.only and args.only not in name and name != "weighted 0.7 (raw, filled)":
+            continue
         ndcg, recall = [], []
         for q in data:
             ranking = _doc_ranking(fuse(q), docs)

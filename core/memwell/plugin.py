@@ -59,6 +59,7 @@ from memwell.retrieval.pipeline import (
     fuse_hybrid,
     keyword_floor,
     rank_candidates,
+    ranked_order,
 )
 from memwell.retrieval.snippets import (
     citations_enabled,
@@ -356,6 +357,7 @@ __all__ = [
     "query_terms",
     "rank_candidates",
     "rank_keyword_only",
+    "ranked_order",
     "read_memory_file",
     "read_source_file",
     "redact",

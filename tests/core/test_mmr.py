@@ -160,3 +160,64 @@ def test_mmr_is_a_permutation(raw: list[tuple[float, str]], lambda_: float) -> N
     assert sorted(ids(out), key=int) == ids(items)
     if items:
         assert out[0].score == max(c.score for c in items)
+
+
+def eager_mmr(items: list[Candidate], lambda_: float) -> list[str]:
+    """The textbook greedy MMR, every unpicked item scored at every step: the oracle."""
+    relevance = (
+        [1.0] * len(items)
+        if max(c.score for c in items) == min(c.score for c in items)
+        else [
+            (c.score - min(x.score for x in items))
+            / (max(x.score for x in items) - min(x.score for x in items))
+            for c in items
+        ]
+    )
+    remaining, picked = list(range(len(items))), []
+    while remaining:
+
+        def key(i: int) -> tuple[float, float, int]:
+            sim = max(
+                (jaccard(mmr_tokens(items[i].text), mmr_tokens(items[j].text)) for j in picked),
+                default=0.0,
+            )
+            return (lambda_ * relevance[i] - (1 - lambda_) * sim, items[i].score, -i)
+
+        best = max(remaining, key=key)
+        remaining.remove(best)
+        picked.append(best)
+    return [items[i].id for i in picked]
+
+
+texts = st.lists(st.sampled_from(["apple", "banana", "cherry", "date", "我们", "喜欢"]), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.one_of(st.floats(-2, 2), st.sampled_from([0.0, 0.5, 1.0])), texts),
+        min_size=1,
+        max_size=14,
+    ),
+    st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.7, 0.85, 1.0])),
+)
+def test_pruned_lazy_order_equals_the_eager_greedy_order(
+    raw: list[tuple[float, list[str]]], lambda_: float
+) -> None:
+    items = [item(str(i), score, " ".join(words)) for i, (score, words) in enumerate(raw)]
+    assert ids(mmr_rerank(items, lambda_=lambda_)) == eager_mmr(items, lambda_)
+
+
+def test_a_consumer_that_stops_early_tokenizes_only_the_top(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import memwell.retrieval.mmr as mmr
+
+    seen: list[str] = []
+    real = mmr.mmr_tokens
+    monkeypatch.setattr(mmr, "mmr_tokens", lambda text: seen.append(text) or real(text))
+    items = [item(str(i), 1.0 - i / 200, f"word{i} shared") for i in range(200)]
+    order = mmr.mmr_order(items, lambda_=0.85)
+    first = [next(order).id for _ in range(6)]
+    assert first == ["0", "1", "2", "3", "4", "5"]
+    assert len(seen) < 20

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memwell.contract.config import HybridSettings
 from memwell.retrieval.calibration import Calibration
 from memwell.retrieval.candidate import Candidate
@@ -94,3 +98,74 @@ def test_vector_only_floor_judges_calibrated_scores() -> None:
     raw = floor_vector_only(hits, min_score=0.35, max_results=5, calibration=None)
     assert [(c.id, c.score) for c in raw] == [("near", 0.6)]
     assert floor_vector_only(hits, min_score=0.0, max_results=1, calibration=cal)[0].id == "near"
+
+
+def test_keyword_floor_reads_only_as_far_as_it_needs() -> None:
+    read: list[str] = []
+
+    def stream() -> Iterator[Candidate]:
+        for c in [cand("a", 0.9), cand("b", 0.8), cand("c", 0.1), cand("d", 0.7)]:
+            read.append(c.id)
+            yield c
+
+    assert [c.id for c in keyword_floor(stream(), 0.5, 2)] == ["a", "b"]
+    assert read == ["a", "b"]
+    read.clear()
+    assert [c.id for c in keyword_floor(stream(), 0.5, 5)] == ["a", "b", "d"]
+    assert [c.id for c in keyword_floor(stream(), 0.95, 2)] == ["a", "b"], "best anyway"
+    assert keyword_floor(stream(), 0.0, 0) == []
+
+
+mmr_texts = st.sampled_from(["apple banana", "apple cherry", "date fig", "我们 喜欢", "grape"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), mmr_texts), min_size=1, max_size=12),
+    st.floats(0, 0.9),
+    st.integers(0, 8),
+)
+def test_fuse_with_mmr_keeps_the_floored_prefix_of_the_whole_mmr_order(
+    raw: list[tuple[float, float, str]], min_score: float, max_results: int
+) -> None:
+    """The lazy MMR the floor consumes gives exactly the eager order, floored and cut."""
+    vector = [
+        Candidate(str(i), f"memory/{i}.md", 1, 1, text, vector_score=v)
+        for i, (v, _, text) in enumerate(raw)
+    ]
+    keyword = [
+        Candidate(str(i), f"memory/{i}.md", 1, 1, text, text_score=t)
+        for i, (_, t, text) in enumerate(raw)
+        if t > 0.2
+    ]
+    hybrid = HybridSettings.model_validate({"mmr": {"enabled": True, "lambda": 0.85}})
+    calibration = Calibration(unrelated=0.06, related=0.54)
+    out = fuse_hybrid(
+        vector,
+        keyword,
+        hybrid,
+        min_score=min_score,
+        max_results=max_results,
+        mtime_of=no_mtime,
+        calibration=calibration,
+    )
+    everything = fuse_hybrid(
+        vector,
+        keyword,
+        hybrid,
+        min_score=min_score,
+        max_results=len(raw),
+        mtime_of=no_mtime,
+        calibration=calibration,
+    )
+    assert [c.id for c in out] == [c.id for c in everything][:max_results]
+    plain = fuse_hybrid(
+        vector,
+        keyword,
+        hybrid.model_copy(update={"mmr": hybrid.mmr.model_copy(update={"enabled": False})}),
+        min_score=min_score,
+        max_results=len(raw),
+        mtime_of=no_mtime,
+        calibration=calibration,
+    )
+    assert {c.id for c in everything} == {c.id for c in plain}, "MMR reorders, never filters"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import pairwise
 
@@ -43,30 +43,50 @@ def _relevance(scores: Sequence[float]) -> list[float]:
     return [(s - low) / (high - low) for s in scores]
 
 
+def mmr_order(items: Sequence[Candidate], *, lambda_: float = 0.7) -> Iterator[Candidate]:
+    """Yield ``items`` greedily by ``λ·relevance - (1-λ)·max similarity to those yielded``.
+
+    Lazy: a consumer that stops after a few picks pays for those alone. Each pick scans the
+    unpicked items by falling relevance and stops at the first whose ``λ·relevance`` (the
+    most its MMR score can be) is below the best score found, so only items near the top
+    are tokenized and compared; the order is exactly the eager greedy one.
+    """
+    weight = clamp01(lambda_)
+    relevance = _relevance([c.score for c in items]) if items else []
+    pending = sorted(range(len(items)), key=lambda i: (-items[i].score, i))
+    tokens: dict[int, frozenset[str]] = {}
+    max_sim = [0.0] * len(items)
+    compared = [0] * len(items)  # how many picks each item's max_sim has seen
+    picked: list[int] = []
+
+    def tokens_of(i: int) -> frozenset[str]:
+        if i not in tokens:
+            tokens[i] = mmr_tokens(items[i].text)
+        return tokens[i]
+
+    while pending:
+        best = -1
+        best_key = (0.0, 0.0, 0)
+        for i in pending:
+            bound = weight * relevance[i]
+            if best >= 0 and bound < best_key[0]:
+                break
+            for j in picked[compared[i] :]:
+                max_sim[i] = max(max_sim[i], jaccard(tokens_of(i), tokens_of(j)))
+            compared[i] = len(picked)
+            key = (bound - (1 - weight) * max_sim[i], items[i].score, -i)
+            if best < 0 or key > best_key:
+                best, best_key = i, key
+        pending.remove(best)
+        picked.append(best)
+        yield items[best]
+
+
 def mmr_rerank(items: Sequence[Candidate], *, lambda_: float = 0.7) -> list[Candidate]:
-    """Greedily reorder ``items`` by ``λ·relevance - (1-λ)·max similarity to those picked``.
+    """Reorder ``items`` by maximal marginal relevance (:func:`mmr_order`), all of them.
 
     Similarity is :func:`jaccard` over :func:`mmr_tokens` of each item's text; ``λ`` is
     clamped to [0, 1] (1 is a pure relevance sort). Ties go to the higher original score,
     then to input order. Every item is kept; the result is a new list of the same objects.
     """
-    weight = clamp01(lambda_)
-    remaining = list(range(len(items)))
-    relevance = _relevance([c.score for c in items]) if items else []
-    tokens = [mmr_tokens(c.text) for c in items]
-    max_sim = [0.0] * len(items)
-    order: list[int] = []
-    while remaining:
-        best = max(
-            remaining,
-            key=lambda i: (
-                weight * relevance[i] - (1 - weight) * max_sim[i],
-                items[i].score,
-                -i,
-            ),
-        )
-        remaining.remove(best)
-        order.append(best)
-        for i in remaining:
-            max_sim[i] = max(max_sim[i], jaccard(tokens[i], tokens[best]))
-    return [items[i] for i in order]
+    return list(mmr_order(items, lambda_=lambda_))

@@ -7,9 +7,10 @@ the candidate lists; these functions make the rest identical everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from memwell.contract.config import HybridSettings
@@ -22,7 +23,7 @@ from memwell.retrieval.decay import apply_temporal_decay
 from memwell.retrieval.dialogue import dialogue_weights
 from memwell.retrieval.fts_query import boost_terms, boosted_score, query_terms
 from memwell.retrieval.hybrid import merge_rrf, merge_weighted, normalize_weights, relaxed_filter
-from memwell.retrieval.mmr import mmr_rerank
+from memwell.retrieval.mmr import mmr_order
 from memwell.retrieval.routing import apply_route
 from memwell.retrieval.superseded import demote_superseded
 
@@ -35,6 +36,13 @@ MtimeOf = Callable[[str], float | None]
 def rank_candidates(
     items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf, query: str = ""
 ) -> list[Candidate]:
+    """Every candidate in :func:`ranked_order`'s order."""
+    return list(ranked_order(items, hybrid, mtime_of=mtime_of, query=query))
+
+
+def ranked_order(
+    items: Sequence[Candidate], hybrid: HybridSettings, *, mtime_of: MtimeOf, query: str = ""
+) -> Iterable[Candidate]:
     """The query's ``+must -must_not`` terms (:mod:`memwell.retrieval.boolean`), date-aware
     matching, query routing (:mod:`memwell.retrieval.routing`), temporal decay (when enabled),
     a stable sort by score, superseded facts demoted
@@ -43,7 +51,9 @@ def rank_candidates(
     ``mtime_of`` gives a path's modification time (epoch seconds) for decay of undated files;
     hits in a dated note of a date ``query`` names, and hits that say when to a question
     that asks when, gain ``hybrid.date_boost`` / ``hybrid.when_boost``
-    (:func:`~memwell.retrieval.date_match.boost_dates`).
+    (:func:`~memwell.retrieval.date_match.boost_dates`). With MMR the order is produced
+    lazily (:func:`~memwell.retrieval.mmr.mmr_order`): a floor that stops after
+    ``max_results`` hits pays for those picks alone.
     """
     ranked = boost_dates(apply_boolean(items, query), query, hybrid.date_boost, hybrid.when_boost)
     ranked = apply_route(ranked, query, hybrid.route_boost)
@@ -57,7 +67,7 @@ def rank_candidates(
     ranked.sort(key=lambda c: c.score, reverse=True)
     ranked = demote_superseded(ranked, query)
     if hybrid.mmr.enabled:
-        ranked = mmr_rerank(ranked, lambda_=hybrid.mmr.lambda_)
+        return mmr_order(ranked, lambda_=hybrid.mmr.lambda_)
     return ranked
 
 
@@ -99,19 +109,20 @@ def fuse_hybrid(
         merged = merge_weighted(
             vector, keyword, vector_weight=vector_weight, text_weight=text_weight
         )
-    ranked = rank_candidates(merged, hybrid, mtime_of=mtime_of, query=query)
+    ranked = ranked_order(merged, hybrid, mtime_of=mtime_of, query=query)
     if calibration is not None and hybrid.fusion == "weighted":
         power = hybrid.coverage_power
-        return [
+        kept = (
             c.with_score(calibration.fused_score(c.score, vector_weight))
             for c in ranked
             if calibration.fused_score(
                 evidence(c, vector_weight, text_weight, power), vector_weight
             )
             >= min_score
-        ][: max(0, max_results)]
+        )
+        return list(islice(kept, max(0, max_results)))
     return relaxed_filter(
-        ranked,
+        list(ranked),
         {c.id for c in keyword},
         min_score=min_score,
         text_weight=text_weight,
@@ -135,11 +146,25 @@ def evidence(
 
 
 def keyword_floor(
-    ranked: Sequence[Candidate], min_score: float, max_results: int
+    ranked: Iterable[Candidate], min_score: float, max_results: int
 ) -> list[Candidate]:
-    """Keyword-only mode's floor: hits above ``min_score``, else the best anyway."""
-    strict = [c for c in ranked if c.score >= min_score]
-    return (strict or list(ranked))[:max_results]
+    """Keyword-only mode's floor: hits above ``min_score``, else the best anyway.
+
+    Reads ``ranked`` only as far as ``max_results`` passing hits (all of it when fewer pass).
+    """
+    limit = max(0, max_results)
+    if not limit:
+        return []
+    strict: list[Candidate] = []
+    best: list[Candidate] = []
+    for c in ranked:
+        if len(best) < limit:
+            best.append(c)
+        if c.score >= min_score:
+            strict.append(c)
+            if len(strict) == limit:
+                break
+    return strict or best
 
 
 def floor_vector_only(
@@ -185,5 +210,5 @@ def rank_keyword_only(
         c.with_score(boosted_score(looking, c.text_score, c.text, c.path, c.terms)) for c in hits
     ]
     return keyword_floor(
-        rank_candidates(boosted, hybrid, mtime_of=mtime_of, query=query), min_score, max_results
+        ranked_order(boosted, hybrid, mtime_of=mtime_of, query=query), min_score, max_results
     )

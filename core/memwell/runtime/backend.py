@@ -55,7 +55,7 @@ from memwell.retrieval.pipeline import (
     floor_vector_only,
     fuse_hybrid,
     keyword_floor,
-    rank_candidates,
+    ranked_order,
 )
 from memwell.retrieval.snippets import DEFAULT_SNIPPET_LIMIT, citations_enabled, to_results
 from memwell.sources.discovery import list_memory_files, read_source_file, stat_source_file
@@ -283,7 +283,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
 
     def rank_keyword(self, keyword: Sequence[Candidate], request: SearchRequest) -> list[Candidate]:
         """Keyword-only ranking: decay, sort, MMR, then the keyword-only floor."""
-        ranked = rank_candidates(
+        ranked = ranked_order(
             keyword, request.hybrid, mtime_of=self.mtime_of, query=request.query
         )
         return keyword_floor(ranked, request.min_score, request.limit)

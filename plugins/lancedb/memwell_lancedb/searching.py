@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lancedb.query import MatchQuery  # type: ignore[import-untyped,unused-ignore]
@@ -18,7 +18,7 @@ from memwell.plugin import (
     clamp01,
     fuse_hybrid,
     keyword_floor,
-    rank_candidates,
+    ranked_order,
     segment_query_terms,
 )
 
@@ -113,10 +113,10 @@ class IndexSearching(IndexTables):
                 found[row["path"]] = row["mtime_ns"] / 1e9
         return found
 
-    def _rank(self, items: list[Candidate], query: str) -> list[Candidate]:
+    def _rank(self, items: list[Candidate], query: str) -> Iterable[Candidate]:
         """Date boost, decay, sort and MMR as configured; modification times are read once."""
         mtimes = functools.cache(lambda: self._mtimes({c.path for c in items}))
-        return rank_candidates(
+        return ranked_order(
             items,
             self.settings.query.hybrid,
             mtime_of=lambda path: mtimes().get(path),
