@@ -59,7 +59,13 @@ def registry(dims: int = 384) -> PluginRegistry:
 
 
 def open_ws(ws: Path, reg: PluginRegistry, **extra: Any) -> MemorySearchManager:
-    data: dict[str, Any] = {"sync": {"watch": False, "on_search": False}, **extra}
+    # The recall cache is off: it would answer each repeated query from memory, which
+    # measures the cache (bench/bench_recall_cache.py), not search.
+    data: dict[str, Any] = {
+        "sync": {"watch": False, "on_search": False},
+        "cache": {"recall": {"enabled": False}},
+        **extra,
+    }
     return open_memory(ws, settings=MemwellSettings.model_validate(data), registry=reg)
 
 

@@ -63,7 +63,8 @@ def test_reference_defaults(no_user: Path) -> None:
     assert h.enabled is True
     assert (h.vector_weight, h.text_weight) == (pytest.approx(0.7), pytest.approx(0.3))
     assert h.candidate_multiplier == 4
-    assert h.mmr.enabled is False and h.mmr.lambda_ == pytest.approx(0.7)
+    # memwell departs here: MMR on at 0.85 (docs/quality.md, issue 43)
+    assert h.mmr.enabled is True and h.mmr.lambda_ == pytest.approx(0.85)
     assert h.temporal_decay.enabled is False
     assert h.temporal_decay.half_life_days == pytest.approx(30.0)
     assert s.cache.enabled is True and s.cache.max_entries is None

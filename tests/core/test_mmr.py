@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -221,3 +224,21 @@ def test_a_consumer_that_stops_early_tokenizes_only_the_top(
     first = [next(order).id for _ in range(6)]
     assert first == ["0", "1", "2", "3", "4", "5"]
     assert len(seen) < 20
+
+
+def _is_cjk(char: str) -> bool:
+    ranges = [(0x3040, 0x309F), (0x30A0, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF)]
+    ranges += [(0xAC00, 0xD7AF), (0x1100, 0x11FF)]
+    return any(lo <= ord(char) <= hi for lo, hi in ranges)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("aZ9_ -.!\n我们喜欢すしカナ한국ßİ\u30ff\u3040\u11ff\u1200"))
+)
+def test_mmr_tokens_match_the_char_by_char_definition(text: str) -> None:
+    lower = text.lower()
+    expected = set(re.findall(r"[a-z0-9_]+", lower))
+    expected |= {c for c in lower if _is_cjk(c)}
+    expected |= {a + b for a, b in pairwise(lower) if _is_cjk(a) and _is_cjk(b)}
+    assert mmr_tokens(text) == frozenset(expected)

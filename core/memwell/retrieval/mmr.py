@@ -4,26 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from itertools import pairwise
 
 from memwell.retrieval.candidate import Candidate
-from memwell.retrieval.char_class import CharClass
 from memwell.retrieval.hybrid import clamp01
 from memwell.util.lazy_import import lazy_pattern
 
 _ASCII_TOKEN = lazy_pattern(r"[a-z0-9_]+")
-_CJK_CHARS = CharClass(
-    "\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
+_CJK_RUN = lazy_pattern(
+    "[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff]+"
 )
-_is_cjk = _CJK_CHARS.__contains__
 
 
 def mmr_tokens(text: str) -> frozenset[str]:
     """Similarity tokens: lowercase ASCII words, CJK-family unigrams and adjacent CJK bigrams."""
     lower = text.lower()
     tokens = set(_ASCII_TOKEN.findall(lower))
-    tokens.update(char for char in lower if _is_cjk(char))
-    tokens.update(a + b for a, b in pairwise(lower) if _is_cjk(a) and _is_cjk(b))
+    for run in _CJK_RUN.findall(lower):
+        tokens.update(run)
+        tokens.update(run[i : i + 2] for i in range(len(run) - 1))
     return frozenset(tokens)
 
 
@@ -31,8 +29,8 @@ def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """Jaccard similarity; two empty sets give 1, exactly one empty set gives 0."""
     if not a and not b:
         return 1.0
-    union = len(a | b)
-    return len(a & b) / union
+    shared = len(a & b) if len(a) <= len(b) else len(b & a)
+    return shared / (len(a) + len(b) - shared)
 
 
 def _relevance(scores: Sequence[float]) -> list[float]:
