@@ -18,11 +18,32 @@ def _lines(data: bytes) -> list[bytes]:
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
+def _common_ends(a: list[bytes], b: list[bytes]) -> tuple[int, int]:
+    """How many lines ``a`` and ``b`` share at the start, then at the end (not overlapping)."""
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(a), len(b)) - prefix and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
+
+
 def _hunks(base: list[bytes], side: list[bytes]) -> list[_Hunk]:
-    """``(start, end, replacement)``: base lines ``start:end`` became ``replacement``."""
-    matcher = SequenceMatcher(None, base, side, autojunk=False)
+    """``(start, end, replacement)``: base lines ``start:end`` became ``replacement``.
+
+    The lines both share at either end are set aside first (as git's diff does), so a block
+    inserted among repeated lines is one insertion where it was made, not a longest match
+    that pairs it with a neighbouring line and deletes another.
+    """
+    prefix, suffix = _common_ends(base, side)
+    matcher = SequenceMatcher(
+        None, base[prefix : len(base) - suffix], side[prefix : len(side) - suffix], autojunk=False
+    )
     return [
-        (i1, i2, side[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+        (prefix + i1, prefix + i2, side[prefix + j1 : prefix + j2])
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
     ]
 
 
@@ -34,6 +55,16 @@ def _applied(base: list[bytes], start: int, end: int, hunks: list[_Hunk]) -> lis
         out += base[cursor:h_start] + replacement
         cursor = h_end
     return out + base[cursor:end]
+
+
+def _union(ours: list[bytes], theirs: list[bytes]) -> list[bytes]:
+    """Both versions of one region, ours first, the lines they share at either end once."""
+    prefix, suffix = _common_ends(ours, theirs)
+    return (
+        ours[: len(ours) - suffix]
+        + theirs[prefix : len(theirs) - suffix]
+        + ours[len(ours) - suffix :]
+    )
 
 
 def union_merge(base: bytes, ours: bytes, theirs: bytes) -> bytes:
@@ -51,7 +82,10 @@ def union_merge(base: bytes, ours: bytes, theirs: bytes) -> bytes:
         start, end = tagged[index][0], tagged[index][1]
         group = [tagged[index]]
         index += 1
-        while index < len(tagged) and tagged[index][0] < end:
+        # overlapping hunks, and both sides' insertions at one point, are one region
+        while index < len(tagged) and (
+            tagged[index][0] < end or (start == end and tagged[index][:2] == (start, end))
+        ):
             end = max(end, tagged[index][1])
             group.append(tagged[index])
             index += 1
@@ -61,13 +95,6 @@ def union_merge(base: bytes, ours: bytes, theirs: bytes) -> bytes:
             for which in (0, 1)
             if any(side == which for *_, side in group)
         ]
-        out += (
-            versions[0]
-            if len(versions) == 1 or versions[0] == versions[1]
-            else [
-                *versions[0],
-                *versions[1],
-            ]
-        )
+        out += versions[0] if len(versions) == 1 else _union(*versions)
         cursor = end
     return b"".join(out + lines[cursor:])
