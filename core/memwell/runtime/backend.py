@@ -283,9 +283,7 @@ class MemoryBackend(BatchSearchMixin, BaseMemoryManager):
 
     def rank_keyword(self, keyword: Sequence[Candidate], request: SearchRequest) -> list[Candidate]:
         """Keyword-only ranking: decay, sort, MMR, then the keyword-only floor."""
-        ranked = ranked_order(
-            keyword, request.hybrid, mtime_of=self.mtime_of, query=request.query
-        )
+        ranked = ranked_order(keyword, request.hybrid, mtime_of=self.mtime_of, query=request.query)
         return keyword_floor(ranked, request.min_score, request.limit)
 
     def rank_hybrid(
