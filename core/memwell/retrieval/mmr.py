@@ -41,6 +41,43 @@ def _relevance(scores: Sequence[float]) -> list[float]:
     return [(s - low) / (high - low) for s in scores]
 
 
+class _TokenBits:
+    """Each item's :func:`mmr_tokens` as a bitset over the tokens seen so far, made on first
+    use: a Jaccard similarity is then an AND and a popcount (:func:`_max_jaccard`)."""
+
+    def __init__(self, items: Sequence[Candidate]) -> None:
+        self.items = items
+        self.vocabulary: dict[str, int] = {}
+        self.sets: dict[int, tuple[int, int]] = {}
+
+    def of(self, i: int) -> tuple[int, int]:
+        """Item ``i``'s bitset and token count."""
+        if i not in self.sets:
+            ids = [
+                self.vocabulary.setdefault(t, len(self.vocabulary))
+                for t in mmr_tokens(self.items[i].text)
+            ]
+            buffer = bytearray((max(ids, default=0) >> 3) + 1)
+            for k in ids:
+                buffer[k >> 3] |= 1 << (k & 7)
+            self.sets[i] = (int.from_bytes(buffer, "little"), len(ids))
+        return self.sets[i]
+
+
+def _max_jaccard(bits: tuple[int, int], others: Sequence[tuple[int, int]], start: float) -> float:
+    """The largest of ``start`` and the Jaccard similarity of ``bits`` with each of ``others``
+    (bitset, size): :func:`jaccard`'s value, computed without a call per pair."""
+    a, size_a = bits
+    best = start
+    for b, size_b in others:
+        shared = (a & b).bit_count()
+        union = size_a + size_b - shared
+        similarity = shared / union if union else 1.0
+        if similarity > best:
+            best = similarity
+    return best
+
+
 def mmr_order(items: Sequence[Candidate], *, lambda_: float = 0.7) -> Iterator[Candidate]:
     """Yield ``items`` greedily by ``λ·relevance - (1-λ)·max similarity to those yielded``.
 
@@ -52,15 +89,10 @@ def mmr_order(items: Sequence[Candidate], *, lambda_: float = 0.7) -> Iterator[C
     weight = clamp01(lambda_)
     relevance = _relevance([c.score for c in items]) if items else []
     pending = sorted(range(len(items)), key=lambda i: (-items[i].score, i))
-    tokens: dict[int, frozenset[str]] = {}
+    bits = _TokenBits(items)
     max_sim = [0.0] * len(items)
     compared = [0] * len(items)  # how many picks each item's max_sim has seen
-    picked: list[int] = []
-
-    def tokens_of(i: int) -> frozenset[str]:
-        if i not in tokens:
-            tokens[i] = mmr_tokens(items[i].text)
-        return tokens[i]
+    picked: list[tuple[int, int]] = []  # the picks' bitsets, in order
 
     while pending:
         best = -1
@@ -69,14 +101,14 @@ def mmr_order(items: Sequence[Candidate], *, lambda_: float = 0.7) -> Iterator[C
             bound = weight * relevance[i]
             if best >= 0 and bound < best_key[0]:
                 break
-            for j in picked[compared[i] :]:
-                max_sim[i] = max(max_sim[i], jaccard(tokens_of(i), tokens_of(j)))
-            compared[i] = len(picked)
+            if compared[i] < len(picked):
+                max_sim[i] = _max_jaccard(bits.of(i), picked[compared[i] :], max_sim[i])
+                compared[i] = len(picked)
             key = (bound - (1 - weight) * max_sim[i], items[i].score, -i)
             if best < 0 or key > best_key:
                 best, best_key = i, key
         pending.remove(best)
-        picked.append(best)
+        picked.append(bits.of(best))
         yield items[best]
 
 
