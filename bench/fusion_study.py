@@ -5,7 +5,10 @@ index), then::
 
     python bench/fusion_study.py --dataset ../shared/data/beir-scifact --split train
 
-(``--workdir`` when the eval was given one.)
+(``--workdir`` when the eval was given one.) ``--second-provider NAME`` adds rows where another
+embedding provider's cosines (e.g. ``e5``) replace or join the index's, embedding the index's
+chunks with it once (kept in ``--second-cache FILE.npz``; SciFact train takes about an hour
+with ``e5`` on two cores).
 
 For every judged query this fetches the builtin backend's own keyword candidates (BM25 with
 its query builder) and the cosine of every chunk, then scores fusion variants offline and
@@ -28,6 +31,8 @@ import numpy as np
 from memwell.cli.eval_command import _default_workdir
 from memwell.contract.config import load_settings
 from memwell.evaluation.beir import load_dataset, ndcg_at_k, recall_at_k, write_corpus
+from memwell.providers.runtime import EmbeddingRuntime
+from memwell.registry.plugins import get_registry
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 from memwell.runtime.factory import open_memory
 
@@ -44,6 +49,12 @@ _COHERENCE: list[np.ndarray[Any, Any]] = []
 """Each chunk's file's coherence: the norm of the mean of its chunks' unit vectors."""
 _STRIPPED: dict[int, np.ndarray[Any, Any]] = {}
 """id(query) -> the cosine of every chunk to the query embedded without its stop words."""
+_TEXTS: list[str] = []
+"""Each chunk's text (matrix row order)."""
+_QUERY_TEXTS: dict[int, str] = {}
+"""id(query) -> its text."""
+_SECOND: dict[int, np.ndarray[Any, Any]] = {}
+"""id(query) -> the cosine of every chunk under ``--second-provider``'s model."""
 
 
 @dataclass
@@ -71,12 +82,14 @@ def _collect(
         model = manager.files.reader_meta["model"]
     rowids, matrix = manager.vectors._matrix_for(store, model, manager.generation)
     position = {int(r): i for i, r in enumerate(rowids)}
-    rows = store.conn.execute("SELECT rowid, id, path FROM chunks").fetchall()
-    by_id = {cid: position[rowid] for rowid, cid, _ in rows if rowid in position}
+    rows = store.conn.execute("SELECT rowid, id, path, text FROM chunks").fetchall()
+    by_id = {cid: position[rowid] for rowid, cid, _, _ in rows if rowid in position}
     docs = [""] * len(rowids)
-    for rowid, _, path in rows:
+    _TEXTS[:] = [""] * len(rowids)
+    for rowid, _, path, chunk_text in rows:
         if rowid in position:
             docs[position[rowid]] = path_to_doc.get(path, path)
+            _TEXTS[position[rowid]] = chunk_text
     sources = list(settings.sources)
     data: list[QueryData] = []
     for qid, relevant in dataset.qrels.items():
@@ -91,6 +104,7 @@ def _collect(
         stripped = manager.runtime.embed_query(_without_stop_words(text))
         every = _every_bm25(manager.searcher, store, text, position)
         data.append(QueryData(relevant, keyword, matrix @ vector, vector, stripped, every))
+        _QUERY_TEXTS[id(data[-1])] = text
     _MATRIX[:] = [np.array(matrix)]
     manager.close()
     return data, docs
@@ -291,6 +305,55 @@ def rrf(wv: float, k: int = 60) -> Fusion:
     return fuse
 
 
+def _second_cosines(
+    data: list[QueryData], workspace: Path, provider: str, cache: Path
+) -> dict[int, np.ndarray[Any, Any]]:
+    """Each query's cosine with every chunk under ``provider``'s model, the chunks embedded
+    once and kept in ``cache`` (reused while it holds the same texts)."""
+    queries = [_QUERY_TEXTS[id(q)] for q in data]
+    kept = np.load(cache) if cache.is_file() else None
+    if kept is not None and list(kept["texts"]) == _TEXTS and list(kept["query_texts"]) == queries:
+        chunks, vectors = kept["chunks"], kept["queries"]
+    else:
+        settings = load_settings(workspace, overrides={"provider": provider})
+        runtime = EmbeddingRuntime(settings, get_registry(), workspace)
+        vectors = np.asarray(runtime.embed_queries(queries), dtype=np.float32)
+        chunks = np.asarray(runtime.embed_documents(_TEXTS), dtype=np.float32)
+        np.savez(cache, texts=_TEXTS, query_texts=queries, chunks=chunks, queries=vectors)
+    return {id(q): chunks @ vectors[n] for n, q in enumerate(data)}
+
+
+def second_model(wv: float, shift: float = 0.0) -> Fusion:
+    """Weighted fusion, filled, with the second model's cosines in place of the index's,
+    rescaled as ``(cosine - shift) / (1 - shift)`` (a model whose cosines sit in a narrow high
+    band, as e5's do, otherwise outweighs the keyword side less than the weight says)."""
+    first = weighted(wv, fill=True)
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        cosine = (_SECOND[id(q)] - shift) / (1 - shift)
+        return first(QueryData(q.relevant, q.keyword, cosine, q.vector, q.stripped, q.bm25))
+
+    return fuse
+
+
+def both_models(w_second: float, w_index: float) -> Fusion:
+    """Three-way fusion: the second model's cosine, the index model's cosine and the keyword
+    score (weight ``1 - w_second - w_index``) of every candidate either model or BM25 finds."""
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        second = _SECOND[id(q)]
+        kw = _relative(q.keyword)
+        ids = {i for i, _ in _top_vector(q)} | set(kw)
+        ids |= {int(i) for i in np.argpartition(-second, CANDIDATES)[:CANDIDATES]}
+        w_kw = 1 - w_second - w_index
+        return {
+            i: w_second * float(second[i]) + w_index * float(q.cosine[i]) + w_kw * kw.get(i, 0.0)
+            for i in ids
+        }
+
+    return fuse
+
+
 def _doc_ranking(scores: dict[int, float], docs: list[str]) -> list[str]:
     best: dict[str, float] = {}
     for i, s in scores.items():
@@ -306,6 +369,10 @@ def main() -> None:
     parser.add_argument("--split", default="train")
     parser.add_argument("--workdir", type=Path, help="the eval's --workdir, if it had one")
     parser.add_argument("--only", help="score only the variants whose name contains this")
+    parser.add_argument("--second-provider", help="add rows with this provider's cosines")
+    parser.add_argument(
+        "--second-cache", type=Path, help="where the second provider's vectors are kept (.npz)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     data, docs = _collect(args.dataset, args.split, args.workdir)
@@ -368,6 +435,20 @@ def main() -> None:
                 variants[f"weighted {wv:.2f}, filled, vector feedback top {top} beta {beta}"] = (
                     vector_feedback(wv, top, beta)
                 )
+    if args.second_provider:
+        workspace = args.workdir or _default_workdir(args.dataset, "embedding")
+        cache = args.second_cache or workspace / f"second-{args.second_provider}.npz"
+        _SECOND.update(_second_cosines(data, workspace, args.second_provider, cache))
+        name = args.second_provider
+        variants[f"{name} only"] = second_model(1.0)
+        for wv in (0.7, 0.8):
+            variants[f"{name} weighted {wv:.1f}, filled"] = second_model(wv)
+        for shift in (0.6, 0.7):
+            variants[f"{name} shifted {shift}, weighted 0.7, filled"] = second_model(0.7, shift)
+        for w_second, w_index in ((0.35, 0.35), (0.3, 0.4), (0.4, 0.4)):
+            variants[f"{name} {w_second} + index model {w_index} + keyword"] = both_models(
+                w_second, w_index
+            )
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")
     for name, fuse in variants.items():
