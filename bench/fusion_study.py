@@ -19,9 +19,12 @@ training split only.
 from __future__ import annotations
 
 import argparse
+import math
 import re
+import sqlite3
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,8 @@ _TEXTS: list[str] = []
 """Each chunk's text (matrix row order)."""
 _QUERY_TEXTS: dict[int, str] = {}
 """id(query) -> its text."""
+_INDEX: list[str] = []
+"""The index database's path (keyword feedback runs its expanded queries there)."""
 _SECOND: dict[int, np.ndarray[Any, Any]] = {}
 """id(query) -> the cosine of every chunk under ``--second-provider``'s model."""
 
@@ -81,6 +86,7 @@ def _collect(
         store = manager.files.reader_store()
         model = manager.files.reader_meta["model"]
     rowids, matrix = manager.vectors._matrix_for(store, model, manager.generation)
+    _INDEX[:] = [store.conn.execute("PRAGMA database_list").fetchone()[2]]
     position = {int(r): i for i, r in enumerate(rowids)}
     rows = store.conn.execute("SELECT rowid, id, path, text FROM chunks").fetchall()
     by_id = {cid: position[rowid] for rowid, cid, _, _ in rows if rowid in position}
@@ -354,6 +360,87 @@ def both_models(w_second: float, w_index: float) -> Fusion:
     return fuse
 
 
+_WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
+
+
+class _Feedback:
+    """What keyword feedback needs of the corpus: each chunk's words (stop words dropped),
+    their chunk frequencies, and the index to run expanded queries in."""
+
+    def __init__(self) -> None:
+        self.words = [
+            [w for w in _WORD.findall(text.lower()) if w not in ALL_STOPWORDS] for text in _TEXTS
+        ]
+        self.df: Counter[str] = Counter()
+        for words in self.words:
+            self.df.update(set(words))
+        self.conn = sqlite3.connect(f"file:{_INDEX[0]}?mode=ro", uri=True)
+        rowids = self.conn.execute("SELECT rowid FROM chunks ORDER BY rowid")
+        self.position = {int(r): i for i, (r,) in enumerate(rowids)}
+        self.bm25: dict[tuple[int, int, int], dict[int, float]] = {}
+
+    def terms(self, q: QueryData, first: dict[int, float], top: int, count: int) -> list[str]:
+        """The ``count`` words weighed highest in the first ranking's ``top`` chunks (each
+        chunk's term frequency times its fused score times IDF), the query's own excluded."""
+        total = len(self.words)
+        asked = set(_WORD.findall(_QUERY_TEXTS[id(q)].lower()))
+        weight: dict[str, float] = {}
+        for i in sorted(first, key=lambda i: -first[i])[:top]:
+            counts = Counter(self.words[i])
+            length = sum(counts.values()) or 1
+            for term, tf in counts.items():
+                if term not in asked and self.df[term] <= total // 10:
+                    gain = first[i] * tf / length * math.log(total / self.df[term])
+                    weight[term] = weight.get(term, 0.0) + gain
+        return sorted(weight, key=lambda term: -weight[term])[:count]
+
+    def expanded(
+        self, q: QueryData, first: dict[int, float], top: int, count: int
+    ) -> dict[int, float]:
+        """The BM25 magnitude of every chunk matching any expansion term (cached)."""
+        key = (id(q), top, count)
+        if key not in self.bm25:
+            terms = self.terms(q, first, top, count)
+            match = " OR ".join('"' + t + '"' for t in terms)
+            rows = (
+                self.conn.execute(
+                    "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                    (match,),
+                ).fetchall()
+                if terms
+                else []
+            )
+            self.bm25[key] = {self.position[r]: -float(s) for r, s in rows if r in self.position}
+        return self.bm25[key]
+
+
+_FEEDBACK: list[_Feedback] = []
+
+
+def keyword_feedback(top: int, count: int, beta: float, wv: float = 0.7) -> Fusion:
+    """Keyword pseudo-relevance feedback (RM3-like): the ``count`` most telling words of the
+    first fused ranking's ``top`` chunks are searched as one OR query, their BM25 added at
+    ``beta`` to each chunk's exact BM25, then fused again (weighted ``wv``, filled)."""
+    first = weighted(wv, fill=True)
+
+    def fuse(q: QueryData) -> dict[int, float]:
+        if not _FEEDBACK:
+            _FEEDBACK.append(_Feedback())
+        raw = dict(q.bm25)
+        for i, s in _FEEDBACK[0].expanded(q, first(q), top, count).items():
+            raw[i] = raw.get(i, 0.0) + beta * s
+        if not raw:
+            return first(q)
+        ranked = sorted(raw, key=lambda i: -raw[i])[:CANDIDATES]
+        kw = {i: raw[i] / raw[ranked[0]] for i in ranked}
+        vec = dict(_top_vector(q))
+        for i in kw:
+            vec.setdefault(i, float(q.cosine[i]))
+        return {i: wv * vec[i] + (1 - wv) * kw.get(i, 0.0) for i in vec}
+
+    return fuse
+
+
 def _doc_ranking(scores: dict[int, float], docs: list[str]) -> list[str]:
     best: dict[str, float] = {}
     for i, s in scores.items():
@@ -435,6 +522,12 @@ def main() -> None:
                 variants[f"weighted {wv:.2f}, filled, vector feedback top {top} beta {beta}"] = (
                     vector_feedback(wv, top, beta)
                 )
+    for top in (3, 5):
+        for count in (5, 10, 20):
+            for beta in (0.1, 0.2, 0.4):
+                variants[
+                    f"weighted 0.70, filled, keyword feedback top {top} terms {count} beta {beta}"
+                ] = keyword_feedback(top, count, beta)
     if args.second_provider:
         workspace = args.workdir or _default_workdir(args.dataset, "embedding")
         cache = args.second_cache or workspace / f"second-{args.second_provider}.npz"
