@@ -538,10 +538,12 @@ def main() -> None:
             variants[f"{name} weighted {wv:.1f}, filled"] = second_model(wv)
         for shift in (0.6, 0.7):
             variants[f"{name} shifted {shift}, weighted 0.7, filled"] = second_model(0.7, shift)
-        for w_second, w_index in ((0.35, 0.35), (0.3, 0.4), (0.4, 0.4)):
-            variants[f"{name} {w_second} + index model {w_index} + keyword"] = both_models(
-                w_second, w_index
-            )
+        grid = [(w2, wi) for w2 in (0.1, 0.2, 0.3, 0.4, 0.5) for wi in (0.3, 0.4, 0.5, 0.6)]
+        for w_second, w_index in [(0.35, 0.35), *grid]:
+            if w_second + w_index < 1:
+                variants[f"{name} {w_second} + index model {w_index} + keyword"] = both_models(
+                    w_second, w_index
+                )
     print("| fusion | nDCG@10 | Recall@100 |")
     print("|---|---|---|")
     for name, fuse in variants.items():
