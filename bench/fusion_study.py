@@ -26,7 +26,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ from memwell.contract.config import load_settings
 from memwell.evaluation.beir import load_dataset, ndcg_at_k, recall_at_k, write_corpus
 from memwell.providers.runtime import EmbeddingRuntime
 from memwell.registry.plugins import get_registry
+from memwell.retrieval.fts_query import fts_phrase
+from memwell.retrieval.keywords import tokenize
 from memwell.retrieval.stopwords import ALL_STOPWORDS
 from memwell.runtime.factory import open_memory
 
@@ -58,6 +60,8 @@ _QUERY_TEXTS: dict[int, str] = {}
 """id(query) -> its text."""
 _INDEX: list[str] = []
 """The index database's path (keyword feedback runs its expanded queries there)."""
+_POSITION: dict[int, int] = {}
+"""Chunk rowid -> its matrix row."""
 _SECOND: dict[int, np.ndarray[Any, Any]] = {}
 """id(query) -> the cosine of every chunk under ``--second-provider``'s model."""
 
@@ -88,6 +92,7 @@ def _collect(
     rowids, matrix = manager.vectors._matrix_for(store, model, manager.generation)
     _INDEX[:] = [store.conn.execute("PRAGMA database_list").fetchone()[2]]
     position = {int(r): i for i, r in enumerate(rowids)}
+    _POSITION.update(position)
     rows = store.conn.execute("SELECT rowid, id, path, text FROM chunks").fetchall()
     by_id = {cid: position[rowid] for rowid, cid, _, _ in rows if rowid in position}
     docs = [""] * len(rowids)
@@ -129,8 +134,13 @@ def _every_bm25(searcher: Any, store: Any, text: str, position: dict[int, int]) 
         fts = fts.keeping({t for t, df in frequencies.items() if 0 < df <= half})
     if not fts.match:
         return {}
-    rows = store.conn.execute(
-        "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (fts.match,)
+    return _bm25_matches(store.conn, fts.match, position)
+
+
+def _bm25_matches(conn: Any, match: str, position: dict[int, int]) -> dict[int, float]:
+    """The raw BM25 magnitude of every chunk (matrix row) that FTS5 ``match`` finds."""
+    rows = conn.execute(
+        "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
     )
     return {position[r]: -float(rank) for r, rank in rows if r in position}
 
@@ -336,8 +346,7 @@ def second_model(wv: float, shift: float = 0.0) -> Fusion:
     first = weighted(wv, fill=True)
 
     def fuse(q: QueryData) -> dict[int, float]:
-        cosine = (_SECOND[id(q)] - shift) / (1 - shift)
-        return first(QueryData(q.relevant, q.keyword, cosine, q.vector, q.stripped, q.bm25))
+        return first(replace(q, cosine=(_SECOND[id(q)] - shift) / (1 - shift)))
 
     return fuse
 
@@ -360,30 +369,29 @@ def both_models(w_second: float, w_index: float) -> Fusion:
     return fuse
 
 
-_WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
+def _content_words(text: str) -> list[str]:
+    """``text``'s index tokens (:func:`memwell.retrieval.keywords.tokenize`) of three or more
+    characters, stop words dropped."""
+    return [w for w in tokenize(text) if len(w) > 2 and w not in ALL_STOPWORDS]
 
 
 class _Feedback:
-    """What keyword feedback needs of the corpus: each chunk's words (stop words dropped),
-    their chunk frequencies, and the index to run expanded queries in."""
+    """What keyword feedback needs of the corpus: each chunk's content words, their chunk
+    frequencies, and the index to run expanded queries in (read-only)."""
 
     def __init__(self) -> None:
-        self.words = [
-            [w for w in _WORD.findall(text.lower()) if w not in ALL_STOPWORDS] for text in _TEXTS
-        ]
+        self.words = [_content_words(text) for text in _TEXTS]
         self.df: Counter[str] = Counter()
         for words in self.words:
             self.df.update(set(words))
         self.conn = sqlite3.connect(f"file:{_INDEX[0]}?mode=ro", uri=True)
-        rowids = self.conn.execute("SELECT rowid FROM chunks ORDER BY rowid")
-        self.position = {int(r): i for i, (r,) in enumerate(rowids)}
         self.bm25: dict[tuple[int, int, int], dict[int, float]] = {}
 
     def terms(self, q: QueryData, first: dict[int, float], top: int, count: int) -> list[str]:
         """The ``count`` words weighed highest in the first ranking's ``top`` chunks (each
         chunk's term frequency times its fused score times IDF), the query's own excluded."""
         total = len(self.words)
-        asked = set(_WORD.findall(_QUERY_TEXTS[id(q)].lower()))
+        asked = set(_content_words(_QUERY_TEXTS[id(q)]))
         weight: dict[str, float] = {}
         for i in sorted(first, key=lambda i: -first[i])[:top]:
             counts = Counter(self.words[i])
@@ -401,16 +409,8 @@ class _Feedback:
         key = (id(q), top, count)
         if key not in self.bm25:
             terms = self.terms(q, first, top, count)
-            match = " OR ".join('"' + t + '"' for t in terms)
-            rows = (
-                self.conn.execute(
-                    "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                    (match,),
-                ).fetchall()
-                if terms
-                else []
-            )
-            self.bm25[key] = {self.position[r]: -float(s) for r, s in rows if r in self.position}
+            match = " OR ".join(fts_phrase(t) for t in terms)
+            self.bm25[key] = _bm25_matches(self.conn, match, _POSITION) if terms else {}
         return self.bm25[key]
 
 
@@ -429,14 +429,8 @@ def keyword_feedback(top: int, count: int, beta: float, wv: float = 0.7) -> Fusi
         raw = dict(q.bm25)
         for i, s in _FEEDBACK[0].expanded(q, first(q), top, count).items():
             raw[i] = raw.get(i, 0.0) + beta * s
-        if not raw:
-            return first(q)
         ranked = sorted(raw, key=lambda i: -raw[i])[:CANDIDATES]
-        kw = {i: raw[i] / raw[ranked[0]] for i in ranked}
-        vec = dict(_top_vector(q))
-        for i in kw:
-            vec.setdefault(i, float(q.cosine[i]))
-        return {i: wv * vec[i] + (1 - wv) * kw.get(i, 0.0) for i in vec}
+        return first(replace(q, keyword=[(i, raw[i]) for i in ranked]))
 
     return fuse
 
