@@ -327,15 +327,16 @@ def _second_cosines(
     """Each query's cosine with every chunk under ``provider``'s model, the chunks embedded
     once and kept in ``cache`` (reused while it holds the same texts)."""
     queries = [_QUERY_TEXTS[id(q)] for q in data]
-    kept = np.load(cache) if cache.is_file() else None
-    if kept is not None and list(kept["texts"]) == _TEXTS and list(kept["query_texts"]) == queries:
-        chunks, vectors = kept["chunks"], kept["queries"]
-    else:
-        settings = load_settings(workspace, overrides={"provider": provider})
-        runtime = EmbeddingRuntime(settings, get_registry(), workspace)
-        vectors = np.asarray(runtime.embed_queries(queries), dtype=np.float32)
-        chunks = np.asarray(runtime.embed_documents(_TEXTS), dtype=np.float32)
-        np.savez(cache, texts=_TEXTS, query_texts=queries, chunks=chunks, queries=vectors)
+    if cache.is_file():
+        with np.load(cache) as kept:
+            if list(kept["texts"]) == _TEXTS and list(kept["query_texts"]) == queries:
+                chunks, vectors = kept["chunks"], kept["queries"]
+                return {id(q): chunks @ vectors[n] for n, q in enumerate(data)}
+    settings = load_settings(workspace, overrides={"provider": provider})
+    runtime = EmbeddingRuntime(settings, get_registry(), workspace)
+    vectors = np.asarray(runtime.embed_queries(queries), dtype=np.float32)
+    chunks = np.asarray(runtime.embed_documents(_TEXTS), dtype=np.float32)
+    np.savez(cache, texts=_TEXTS, query_texts=queries, chunks=chunks, queries=vectors)
     return {id(q): chunks @ vectors[n] for n, q in enumerate(data)}
 
 
